@@ -1,0 +1,81 @@
+// The JSON-RPC binding (spec §9): POST at the plugin's root path, one JSON-RPC request
+// per body, SSE for the two streaming methods.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { InvalidAgentResponseError, toA2AError, type A2AError } from '../errors/index.js'
+import type { CallContext } from '../handler/executor.js'
+import { requestedExtensions, requestedVersion, serviceParamsFromHeaders } from '../service-params.js'
+import type { CallRunner } from './call.js'
+import { failure, failureObject, parseEnvelope, success, type JsonRpcId } from './rpc.js'
+import { writeSse } from './sse.js'
+
+export const JSONRPC_BINDING = 'JSONRPC'
+
+export interface JsonRpcDispatcherOptions {
+  runner: CallRunner
+  bodyLimit: number
+}
+
+/** Logs what the client is not shown: the cause of an internal error. */
+export function logInternal (request: FastifyRequest, error: A2AError): void {
+  if (error.row.httpStatus >= 500) request.log.error({ err: error.cause ?? error }, 'A2A call failed')
+}
+
+function sendError (request: FastifyRequest, reply: FastifyReply, id: JsonRpcId, error: A2AError, status = 200): FastifyReply {
+  logInternal(request, error)
+  return reply.code(status).type('application/json').send(failure(id, error))
+}
+
+export async function jsonRpcDispatcher (fastify: FastifyInstance, options: JsonRpcDispatcherOptions): Promise<void> {
+  const { runner } = options
+
+  // The body is parsed once, here, so that bad JSON is a JSON-RPC error and not Fastify's.
+  fastify.removeAllContentTypeParsers()
+  fastify.addContentTypeParser('*', { parseAs: 'string', bodyLimit: options.bodyLimit }, (_request, body, done) => done(null, body))
+
+  fastify.setErrorHandler((error, request, reply) => {
+    const a2aError = toA2AError(error, options.bodyLimit)
+    return sendError(request, reply, null, a2aError, a2aError.row.httpStatus === 413 ? 413 : 200)
+  })
+
+  fastify.post('/', async (request, reply) => {
+    const envelope = parseEnvelope(typeof request.body === 'string' ? request.body : '')
+    if (!envelope.ok) return sendError(request, reply, envelope.id, envelope.error)
+    const { id, method, params } = envelope.request
+    const notification = !Object.hasOwn(envelope.request, 'id')
+    const replyId: JsonRpcId = id ?? null
+    const serviceParams = serviceParamsFromHeaders(request.raw.rawHeaders)
+    serviceParams[':path'] = request.url.split('?')[0] as string
+    const context: CallContext = {
+      binding: JSONRPC_BINDING,
+      method: method.name,
+      serviceParams,
+      tenant: '',
+      extensions: requestedExtensions(serviceParams)
+    }
+    // A streaming method's only answer is its stream: as a notification it is not run.
+    if (notification && method.kind === 'stream') return reply.code(204).send()
+    try {
+      const result = await runner.run(method, params, requestedVersion(serviceParams, request.query), context)
+      if (context.extensions.length > 0) reply.header('a2a-extensions', context.extensions.join(', '))
+      if (notification) {
+        if (result.kind === 'stream') await result.events.return?.()
+        return reply.code(204).send()
+      }
+      if (result.kind === 'unary') return reply.type('application/json').send(success(replyId, result.value))
+      // Errors before the first event are plain JSON-RPC responses: read it first.
+      const first = await result.events.next()
+      if (first.done === true) throw new InvalidAgentResponseError('the stream ended before its first event')
+      await writeSse(reply, first.value, result.events, {
+        event: (event) => success(replyId, event),
+        error: (error) => JSON.stringify(failureObject(replyId, error))
+      }, (error) => logInternal(request, error))
+      return reply
+    } catch (error) {
+      if (notification) {
+        logInternal(request, toA2AError(error))
+        return reply.code(204).send()
+      }
+      return sendError(request, reply, replyId, toA2AError(error))
+    }
+  })
+}

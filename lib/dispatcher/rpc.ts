@@ -1,0 +1,66 @@
+// JSON-RPC 2.0 envelopes, shared by the JSON-RPC HTTP binding and the WebSocket
+// binding (which carries the same messages over one connection).
+import {
+  InvalidParamsError, InvalidRequestError, JsonParseError, MethodNotFoundError, toJsonRpcError, type A2AError,
+  type JsonRpcErrorObject
+} from '../errors/index.js'
+import { methods, type MethodSpec } from './call.js'
+
+export type JsonRpcId = string | number | null
+
+export interface JsonRpcRequest {
+  /** Absent for a notification. */
+  id?: JsonRpcId
+  method: MethodSpec
+  params: unknown
+}
+
+export type Envelope =
+  | { ok: true, request: JsonRpcRequest }
+  | { ok: false, id: JsonRpcId, error: A2AError }
+
+const isValidId = (id: unknown): id is JsonRpcId => id === null || typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id))
+
+/** Parses one JSON-RPC message from its text: the one JSON.parse of the request. */
+export function parseEnvelope (text: string): Envelope {
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch {
+    return { ok: false, id: null, error: new JsonParseError() }
+  }
+  return readEnvelope(value)
+}
+
+/** Checks the envelope (spec §9, JSON-RPC 2.0 §4) and looks the method up. */
+export function readEnvelope (value: unknown): Envelope {
+  if (Array.isArray(value)) return { ok: false, id: null, error: new InvalidRequestError('batch requests are not supported') }
+  if (value === null || typeof value !== 'object') return { ok: false, id: null, error: new InvalidRequestError('a request must be a JSON object') }
+  const message = value as Record<string, unknown>
+  const hasId = Object.hasOwn(message, 'id')
+  if (hasId && !isValidId(message.id)) return { ok: false, id: null, error: new InvalidRequestError('id must be a string, a number or null') }
+  const id = hasId ? message.id as JsonRpcId : null
+  if (message.jsonrpc !== '2.0') return { ok: false, id, error: new InvalidRequestError('jsonrpc must be "2.0"') }
+  if (typeof message.method !== 'string') return { ok: false, id, error: new InvalidRequestError('method must be a string') }
+  const spec = methods.get(message.method)
+  if (spec === undefined) return { ok: false, id, error: new MethodNotFoundError(message.method) }
+  const params = message.params
+  if (params !== undefined && (params === null || typeof params !== 'object' || Array.isArray(params))) {
+    return { ok: false, id, error: new InvalidParamsError('params must be an object') }
+  }
+  const request: JsonRpcRequest = { method: spec, params }
+  if (hasId) request.id = id
+  return { ok: true, request }
+}
+
+export function success (id: JsonRpcId, result: unknown): string {
+  return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${JSON.stringify(result)}}`
+}
+
+export function failure (id: JsonRpcId, error: A2AError): string {
+  return JSON.stringify(failureObject(id, error))
+}
+
+export function failureObject (id: JsonRpcId, error: A2AError): { jsonrpc: '2.0', id: JsonRpcId, error: JsonRpcErrorObject } {
+  return { jsonrpc: '2.0', id, error: toJsonRpcError(error) }
+}

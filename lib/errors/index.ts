@@ -1,0 +1,141 @@
+// A2A errors as `@fastify/error` classes built from the one table, and the renderers
+// that turn any error into a binding's shape. Throw these anywhere below a dispatcher
+// (executors included); only dispatchers render them.
+import createError, { type FastifyError } from '@fastify/error'
+import type { FieldViolation } from '../schema/validate.js'
+import { A2A_DOMAIN, BINDING_DOMAIN, errorTable, type ErrorName, type ErrorRow } from './table.js'
+
+export { A2A_DOMAIN, BINDING_DOMAIN, errorTable, type ErrorName, type ErrorRow } from './table.js'
+
+const TYPE_PREFIX = 'type.googleapis.com/google.rpc.'
+
+export type ErrorDetail = { '@type': string, [key: string]: unknown }
+
+export interface ErrorExtras {
+  /** ErrorInfo metadata (string values, as google.rpc.ErrorInfo requires). */
+  metadata?: Record<string, string>
+  /** Further typed details (BadRequest, RetryInfo, …). */
+  details?: ErrorDetail[]
+  cause?: unknown
+}
+
+export interface A2AError extends FastifyError {
+  readonly row: ErrorRow
+  metadata?: Record<string, string>
+  details?: ErrorDetail[]
+  /** Attaches ErrorInfo metadata and extra details; returns the error itself. */
+  with (extras: ErrorExtras): this
+}
+
+export interface A2AErrorConstructor {
+  new (...args: unknown[]): A2AError
+  (...args: unknown[]): A2AError
+  readonly prototype: A2AError
+}
+
+/** The base every A2A error class shares, so `err instanceof A2AErrorBase` finds them all. */
+export class A2AErrorBase extends Error {
+  declare readonly row: ErrorRow
+  declare metadata?: Record<string, string>
+  declare details?: ErrorDetail[]
+
+  with (extras: ErrorExtras): this {
+    if (extras.metadata !== undefined) this.metadata = { ...this.metadata, ...extras.metadata }
+    if (extras.details !== undefined) this.details = [...(this.details ?? []), ...extras.details]
+    if (extras.cause !== undefined) this.cause = extras.cause
+    return this
+  }
+}
+
+function define (name: ErrorName): A2AErrorConstructor {
+  const row: ErrorRow = errorTable[name]
+  const ErrorClass = createError(row.code, row.message, row.httpStatus, A2AErrorBase as unknown as ErrorConstructor)
+  Object.defineProperty(ErrorClass.prototype, 'row', { value: row, enumerable: false })
+  return ErrorClass as unknown as A2AErrorConstructor
+}
+
+export const TaskNotFoundError = define('TaskNotFound')
+export const TaskNotCancelableError = define('TaskNotCancelable')
+export const PushNotificationNotSupportedError = define('PushNotificationNotSupported')
+export const UnsupportedOperationError = define('UnsupportedOperation')
+export const ContentTypeNotSupportedError = define('ContentTypeNotSupported')
+export const InvalidAgentResponseError = define('InvalidAgentResponse')
+export const ExtendedAgentCardNotConfiguredError = define('ExtendedAgentCardNotConfigured')
+export const ExtensionSupportRequiredError = define('ExtensionSupportRequired')
+export const VersionNotSupportedError = define('VersionNotSupported')
+export const JsonParseError = define('JsonParse')
+export const InvalidRequestError = define('InvalidRequest')
+export const MethodNotFoundError = define('MethodNotFound')
+export const InvalidParamsError = define('InvalidParams')
+export const InternalError = define('Internal')
+export const PayloadTooLargeError = define('PayloadTooLarge')
+export const UnauthenticatedError = define('Unauthenticated')
+export const PermissionDeniedError = define('PermissionDenied')
+export const UnavailableError = define('Unavailable')
+export const StreamLaggedError = define('StreamLagged')
+
+export function isA2AError (error: unknown): error is A2AError {
+  return error instanceof A2AErrorBase
+}
+
+export function badRequest (violations: FieldViolation[]): ErrorDetail {
+  return { '@type': `${TYPE_PREFIX}BadRequest`, fieldViolations: violations }
+}
+
+export function retryInfo (delayMs: number): ErrorDetail {
+  return { '@type': `${TYPE_PREFIX}RetryInfo`, retryDelay: `${Math.max(0, delayMs) / 1000}s` }
+}
+
+/** Invalid params with a BadRequest detail naming every failing field. */
+export function invalidParams (violations: FieldViolation[]): A2AError {
+  const summary = violations.map(v => v.field === '' ? v.description : `${v.field} ${v.description}`).join('; ')
+  return new InvalidParamsError(summary).with({ details: [badRequest(violations)] })
+}
+
+/**
+ * Any thrown value as an A2A error. Errors of our table pass through; Fastify's own
+ * body errors map to their rows; anything else is an internal error whose message is
+ * not shown to the client.
+ */
+export function toA2AError (error: unknown, bodyLimit?: number): A2AError {
+  if (isA2AError(error)) return error
+  const fastifyCode = (error as { code?: unknown } | null)?.code
+  if (fastifyCode === 'FST_ERR_CTP_BODY_TOO_LARGE') return new PayloadTooLargeError(bodyLimit)
+  if (fastifyCode === 'FST_ERR_CTP_EMPTY_JSON_BODY' || fastifyCode === 'FST_ERR_CTP_INVALID_JSON_BODY') return new JsonParseError()
+  return new InternalError().with({ cause: error })
+}
+
+/** The `details` / `data` array: ErrorInfo first for A2A errors, last for binding refusals (seed 000 §6). */
+export function errorDetails (error: A2AError): ErrorDetail[] {
+  const extra = error.details ?? []
+  const { reason, domain } = error.row
+  if (reason === undefined) return extra
+  const info: ErrorDetail = { '@type': `${TYPE_PREFIX}ErrorInfo`, reason, domain: domain ?? A2A_DOMAIN }
+  if (error.metadata !== undefined) info.metadata = error.metadata
+  return domain === BINDING_DOMAIN ? [...extra, info] : [info, ...extra]
+}
+
+export interface JsonRpcErrorObject {
+  code: number
+  message: string
+  data?: ErrorDetail[]
+}
+
+export function toJsonRpcError (error: A2AError): JsonRpcErrorObject {
+  const data = errorDetails(error)
+  const rendered: JsonRpcErrorObject = { code: error.row.jsonRpcCode, message: error.message }
+  if (data.length > 0) rendered.data = data
+  return rendered
+}
+
+export interface RestErrorBody {
+  error: { code: number, status: string, message: string, details?: ErrorDetail[] }
+}
+
+/** The HTTP+JSON binding's error body (google.rpc.Status JSON, spec §11.6). */
+export function toRestError (error: A2AError): RestErrorBody {
+  const details = errorDetails(error)
+  const body: RestErrorBody = { error: { code: error.row.httpStatus, status: error.row.grpcStatus, message: error.message } }
+  if (details.length > 0) body.error.details = details
+  return body
+}

@@ -1,0 +1,546 @@
+// The eleven A2A operations over a task store, a push-config store and an event bus.
+// No HTTP and no sockets here: dispatchers call these methods and render the results.
+import { randomUUID } from 'node:crypto'
+import {
+  ExtendedAgentCardNotConfiguredError, InvalidAgentResponseError, PushNotificationNotSupportedError,
+  TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError, invalidParams
+} from '../errors/index.js'
+import type { EventBus } from '../bus/types.js'
+import type {
+  CancelTaskRequest, CreateTaskPushNotificationConfigRequest, DeleteTaskPushNotificationConfigRequest,
+  GetTaskPushNotificationConfigRequest, GetTaskRequest, ListTaskPushNotificationConfigsRequest,
+  ListTaskPushNotificationConfigsResponse, ListTasksRequest, ListTasksResponse, SendMessageRequest,
+  SubscribeToTaskRequest
+} from '../schema/requests.js'
+import { compile } from '../schema/validate.js'
+import {
+  Artifact as ArtifactSchema, Message as MessageSchema,
+  type AgentCapabilities, type AgentCard, type Artifact, type Message, type SendMessageResponse, type StreamResponse, type Task,
+  type TaskPushNotificationConfig, type TaskState
+} from '../schema/wire.js'
+import type { PushConfigStore, Scope, StoredPushConfig, TaskChange, TaskStore } from '../store/types.js'
+import { EventQueue } from './event-queue.js'
+import type {
+  AgentExecutor, AgentMessageInput, ArtifactInput, ArtifactOptions, CallContext, ExecutionContext, ExecutionEvents
+} from './executor.js'
+import { isInterrupted, isTerminal } from './states.js'
+
+export interface Logger {
+  error (object: unknown, message?: string): void
+  warn (object: unknown, message?: string): void
+}
+
+export interface RequestHandlerOptions {
+  executor: AgentExecutor
+  taskStore: TaskStore
+  pushConfigStore: PushConfigStore
+  bus: EventBus
+  /** The public card's capabilities: they gate streaming, push and the extended card. */
+  capabilities: AgentCapabilities
+  /** The extended card for a caller; undefined when none is configured. */
+  extendedCard?: (context: CallContext) => AgentCard | Promise<AgentCard>
+  /** Events a stream buffers for a slow reader before it ends with StreamLagged. */
+  maxQueuedEvents: number
+  /**
+   * Called with every event of a task once it is stored (push delivery hooks in here).
+   * Not called for a direct message reply, which belongs to no task.
+   */
+  onTaskEvent?: (event: StreamResponse, task: TaskRef) => void
+  logger: Logger
+}
+
+/** Which task an event belongs to. */
+export interface TaskRef {
+  taskId: string
+  contextId: string
+  scope: Scope
+}
+
+const DEFAULT_PAGE_SIZE = 50
+const MAX_PUSH_PAGE_SIZE = 100
+const validateAgentMessage = compile(MessageSchema, 'message')
+const validateArtifact = compile(ArtifactSchema, 'artifact')
+const now = () => new Date().toISOString()
+
+/** The per-task state this process keeps while it changes a task: changes apply one at a time, in order. */
+interface TaskRun {
+  topic: string
+  scope: Scope
+  taskId: string
+  contextId: string
+  /** The current state once the task exists. */
+  state?: TaskState
+  tail: Promise<unknown>
+  pending: number
+  executions: Set<Execution>
+}
+
+interface Execution {
+  run: TaskRun
+  controller: AbortController
+  userMessage: Message
+  /** A direct reply was sent: the turn is over and no task is created. */
+  replied: boolean
+  /** The inline push config of the SendMessage that started the task. */
+  pushConfig?: StoredPushConfig
+}
+
+/** Does this event end the stream that started the turn? */
+function endsTurn (event: StreamResponse): boolean {
+  if (event.message !== undefined) return event.message.taskId === undefined
+  const state = event.statusUpdate?.status.state ?? event.task?.status.state
+  return state !== undefined && (isTerminal(state) || isInterrupted(state))
+}
+
+function endsSubscription (event: StreamResponse): boolean {
+  const state = event.statusUpdate?.status.state ?? event.task?.status.state
+  return state !== undefined && isTerminal(state)
+}
+
+function lastUserMessage (task: Task): Message {
+  const history = task.history ?? []
+  for (let i = history.length - 1; i >= 0; i--) if (history[i]?.role === 'ROLE_USER') return history[i] as Message
+  return { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: '' }], taskId: task.id, contextId: task.contextId }
+}
+
+function copyArtifact (artifact: Artifact): Artifact {
+  return { ...artifact, parts: artifact.parts.slice() }
+}
+
+/** The task as returned to a client: history cut to `historyLength`, artifacts on request. */
+export function projectTask (task: Task, historyLength?: number, includeArtifacts = true): Task {
+  const out: Task = { id: task.id, contextId: task.contextId, status: task.status }
+  if (includeArtifacts && task.artifacts !== undefined) out.artifacts = task.artifacts.map(copyArtifact)
+  if (task.history !== undefined && historyLength !== 0) {
+    out.history = historyLength === undefined ? task.history.slice() : task.history.slice(-historyLength)
+  }
+  if (task.metadata !== undefined) out.metadata = task.metadata
+  return out
+}
+
+export class RequestHandler {
+  readonly #options: RequestHandlerOptions
+  readonly #runs = new Map<string, TaskRun>()
+
+  constructor (options: RequestHandlerOptions) {
+    this.#options = options
+  }
+
+  get bus (): EventBus {
+    return this.#options.bus
+  }
+
+  /** Tasks this process is changing right now. */
+  get activeTasks (): number {
+    return this.#runs.size
+  }
+
+  async sendMessage (params: SendMessageRequest, context: CallContext): Promise<SendMessageResponse> {
+    const returnImmediately = params.configuration?.returnImmediately === true
+    const historyLength = params.configuration?.historyLength
+    let settle!: (response: SendMessageResponse | undefined) => void
+    const outcome = new Promise<SendMessageResponse | undefined>(resolve => { settle = resolve })
+    const turn = await this.#startTurn(params, context, (event) => {
+      if (event.message !== undefined && event.message.taskId === undefined) settle({ message: event.message })
+      else if (event.task !== undefined && returnImmediately) settle({ task: projectTask(event.task, historyLength) })
+      else if (endsTurn(event)) settle(undefined)
+    })
+    try {
+      const response = await Promise.race([outcome, turn.done.then(() => undefined)])
+      if (response !== undefined) return response
+      const task = await this.#options.taskStore.get(turn.taskId, turn.scope)
+      return { task: projectTask(task as Task, historyLength) }
+    } finally {
+      turn.unsubscribe()
+    }
+  }
+
+  async sendStreamingMessage (params: SendMessageRequest, context: CallContext): Promise<AsyncIterableIterator<StreamResponse>> {
+    this.#requireStreaming()
+    const queue = new EventQueue<StreamResponse>(this.#options.maxQueuedEvents)
+    const turn = await this.#startTurn(params, context, (event) => {
+      queue.push(event)
+      if (endsTurn(event)) queue.end()
+    })
+    queue.onClose(turn.unsubscribe)
+    // Once the execution is done every event of the turn has been pushed.
+    turn.done.then(() => queue.end(), (error: unknown) => queue.fail(error))
+    return queue
+  }
+
+  async getTask (params: GetTaskRequest, context: CallContext): Promise<Task> {
+    const task = await this.#loadTask(params.id, context)
+    return projectTask(task, params.historyLength)
+  }
+
+  async listTasks (params: ListTasksRequest, context: CallContext): Promise<ListTasksResponse> {
+    const pageSize = params.pageSize ?? DEFAULT_PAGE_SIZE
+    const page = await this.#options.taskStore.list({
+      contextId: params.contextId,
+      status: params.status,
+      statusTimestampAfter: params.statusTimestampAfter === undefined ? undefined : Date.parse(params.statusTimestampAfter),
+      pageSize,
+      pageToken: params.pageToken
+    }, this.#scope(context))
+    return {
+      tasks: page.tasks.map(task => projectTask(task, params.historyLength, params.includeArtifacts === true)),
+      nextPageToken: page.nextPageToken,
+      pageSize,
+      totalSize: page.totalSize
+    }
+  }
+
+  async cancelTask (params: CancelTaskRequest, context: CallContext): Promise<Task> {
+    const scope = this.#scope(context)
+    const task = await this.#loadTask(params.id, context)
+    if (isTerminal(task.status.state)) {
+      throw new TaskNotCancelableError(task.id).with({ metadata: { taskId: task.id, state: task.status.state } })
+    }
+    const { executor } = this.#options
+    const executions = [...(this.#runFor(scope, task).executions)]
+    for (const execution of executions) execution.controller.abort()
+    if (executor.cancel !== undefined) {
+      const execution = executions[0] ?? this.#newExecution(this.#runFor(scope, task), lastUserMessage(task))
+      try {
+        await executor.cancel(this.#executionContext(execution, projectTask(task), context), this.#eventsFor(execution))
+      } catch (error) {
+        this.#options.logger.error({ err: error, taskId: task.id }, 'executor cancel failed')
+      }
+    }
+    const run = this.#runFor(scope, await this.#loadTask(task.id, context))
+    await this.#enqueue(run, async () => {
+      if (run.state !== undefined && !isTerminal(run.state)) await this.#applyStatus(run, 'TASK_STATE_CANCELED')
+    })
+    return projectTask(await this.#loadTask(task.id, context))
+  }
+
+  async subscribeToTask (params: SubscribeToTaskRequest, context: CallContext): Promise<AsyncIterableIterator<StreamResponse>> {
+    this.#requireStreaming()
+    const task = await this.#loadTask(params.id, context)
+    this.#refuseTerminal(task, 'subscribe')
+    const queue = new EventQueue<StreamResponse>(this.#options.maxQueuedEvents)
+    const run = this.#runFor(this.#scope(context), task)
+    await this.#enqueue(run, async () => {
+      // Snapshot and subscription happen between two changes, so no event is lost or repeated.
+      const current = await this.#loadTask(task.id, context)
+      this.#refuseTerminal(current, 'subscribe')
+      queue.push({ task: projectTask(current) })
+      queue.onClose(this.#options.bus.subscribe(run.topic, (event) => {
+        queue.push(event)
+        if (endsSubscription(event)) queue.end()
+      }))
+    })
+    return queue
+  }
+
+  async createTaskPushNotificationConfig (params: CreateTaskPushNotificationConfigRequest, context: CallContext): Promise<TaskPushNotificationConfig> {
+    this.#requirePush()
+    const task = await this.#loadTask(params.taskId, context)
+    const config = this.#pushConfig(params, task.id)
+    await this.#options.pushConfigStore.set(config, this.#scope(context))
+    return config
+  }
+
+  async getTaskPushNotificationConfig (params: GetTaskPushNotificationConfigRequest, context: CallContext): Promise<TaskPushNotificationConfig> {
+    this.#requirePush()
+    await this.#loadTask(params.taskId, context)
+    const config = await this.#options.pushConfigStore.get(params.taskId, params.id, this.#scope(context))
+    if (config === undefined) {
+      throw new TaskNotFoundError(`${params.taskId} has no push notification config ${params.id}`)
+        .with({ metadata: { taskId: params.taskId, configId: params.id } })
+    }
+    return config
+  }
+
+  async listTaskPushNotificationConfigs (params: ListTaskPushNotificationConfigsRequest, context: CallContext): Promise<ListTaskPushNotificationConfigsResponse> {
+    this.#requirePush()
+    await this.#loadTask(params.taskId, context)
+    const pageSize = params.pageSize === undefined || params.pageSize === 0 ? MAX_PUSH_PAGE_SIZE : params.pageSize
+    return await this.#options.pushConfigStore.list(params.taskId, { pageSize, pageToken: params.pageToken }, this.#scope(context))
+  }
+
+  async deleteTaskPushNotificationConfig (params: DeleteTaskPushNotificationConfigRequest, context: CallContext): Promise<Record<string, never>> {
+    this.#requirePush()
+    await this.#loadTask(params.taskId, context)
+    await this.#options.pushConfigStore.delete(params.taskId, params.id, this.#scope(context))
+    return {}
+  }
+
+  async getExtendedAgentCard (_params: unknown, context: CallContext): Promise<AgentCard> {
+    if (this.#options.capabilities.extendedAgentCard !== true) throw new UnsupportedOperationError('the extended agent card is not supported')
+    if (this.#options.extendedCard === undefined) throw new ExtendedAgentCardNotConfiguredError()
+    return await this.#options.extendedCard(context)
+  }
+
+  // ---- turns and executions -----------------------------------------------------------
+
+  /**
+   * Checks the message against its task, subscribes `listener` to the task's events and
+   * starts the executor. The listener's first event is the task (or the direct reply).
+   */
+  async #startTurn (params: SendMessageRequest, context: CallContext, listener: (event: StreamResponse) => void) {
+    const { message } = params
+    const scope = this.#scope(context)
+    const inlinePush = params.configuration?.taskPushNotificationConfig
+    if (inlinePush !== undefined) this.#requirePush()
+    let existing: Task | undefined
+    if (message.taskId !== undefined && message.taskId !== '') {
+      existing = await this.#loadTask(message.taskId, context)
+      this.#refuseTerminal(existing, 'send a message to')
+      if (message.contextId !== undefined && message.contextId !== '' && message.contextId !== existing.contextId) {
+        throw invalidParams([{ field: 'message.contextId', description: `does not match the context of task ${existing.id}` }])
+      }
+    }
+    const taskId = existing?.id ?? randomUUID()
+    const contextId = existing?.contextId ?? (message.contextId !== undefined && message.contextId !== '' ? message.contextId : randomUUID())
+    const userMessage: Message = { ...message, taskId, contextId }
+    const run = this.#runFor(scope, existing ?? { id: taskId, contextId })
+    const execution = this.#newExecution(run, userMessage)
+    if (inlinePush !== undefined) execution.pushConfig = this.#pushConfig(inlinePush, taskId)
+    // Registered before anything awaits, so the run is not dropped and a cancel finds it.
+    run.executions.add(execution)
+
+    let unsubscribe: () => void = () => {}
+    let taskAtStart: Task | undefined
+    if (existing === undefined) {
+      unsubscribe = this.#options.bus.subscribe(run.topic, listener)
+    } else {
+      try {
+        await this.#enqueue(run, async () => {
+          const task = await this.#loadTask(taskId, context)
+          this.#refuseTerminal(task, 'send a message to')
+          await this.#options.taskStore.update(taskId, { kind: 'history', message: userMessage }, scope)
+          if (execution.pushConfig !== undefined) await this.#options.pushConfigStore.set(execution.pushConfig, scope)
+          taskAtStart = projectTask(task)
+          listener({ task: taskAtStart })
+          unsubscribe = this.#options.bus.subscribe(run.topic, listener)
+        })
+      } catch (error) {
+        run.executions.delete(execution)
+        throw error
+      }
+    }
+    const executionContext = this.#executionContext(execution, taskAtStart, context, params)
+    const done = this.#execute(execution, executionContext)
+    done.catch(() => {})
+    return { taskId, scope, done, unsubscribe: () => unsubscribe() }
+  }
+
+  #newExecution (run: TaskRun, userMessage: Message): Execution {
+    return { run, controller: new AbortController(), userMessage, replied: false }
+  }
+
+  #executionContext (execution: Execution, task: Task | undefined, context: CallContext, params?: SendMessageRequest): ExecutionContext {
+    const result: ExecutionContext = {
+      message: execution.userMessage,
+      task,
+      taskId: execution.run.taskId,
+      contextId: execution.run.contextId,
+      configuration: params?.configuration,
+      metadata: params?.metadata,
+      serviceParams: context.serviceParams,
+      identity: context.identity,
+      tenant: context.tenant,
+      extensions: context.extensions,
+      signal: execution.controller.signal
+    }
+    return result
+  }
+
+  /** Runs the executor; afterwards no task is left running without an executor. */
+  async #execute (execution: Execution, context: ExecutionContext): Promise<void> {
+    const { run } = execution
+    let failure: unknown
+    try {
+      await this.#options.executor.execute(context, this.#eventsFor(execution))
+    } catch (error) {
+      failure = error
+      this.#options.logger.error({ err: error, taskId: run.taskId }, 'executor failed')
+    } finally {
+      run.executions.delete(execution)
+    }
+    await this.#enqueue(run, async () => {
+      if (execution.replied) return
+      if (run.state === undefined && failure === undefined) {
+        throw new InvalidAgentResponseError('the executor returned without a task or a message')
+      }
+      if (run.state !== undefined && (isTerminal(run.state) || isInterrupted(run.state))) return
+      await this.#ensureTask(execution)
+      if (execution.controller.signal.aborted) {
+        await this.#applyStatus(run, 'TASK_STATE_CANCELED')
+      } else {
+        const reason = failure === undefined ? 'the agent stopped without a final state' : 'the agent failed'
+        await this.#applyStatus(run, 'TASK_STATE_FAILED', this.#agentMessage(run, reason))
+      }
+    })
+  }
+
+  #eventsFor (execution: Execution): ExecutionEvents {
+    const { run } = execution
+    const status = (state: TaskState) => (message?: AgentMessageInput) => this.#enqueue(run, async () => {
+      if (execution.replied) throw new InvalidAgentResponseError('a status update after a direct message reply')
+      await this.#ensureTask(execution)
+      if (isTerminal(run.state as TaskState)) return
+      await this.#applyStatus(run, state, message === undefined ? undefined : this.#agentMessage(run, message))
+    })
+    return {
+      status: (state, message) => status(state)(message),
+      working: status('TASK_STATE_WORKING'),
+      inputRequired: status('TASK_STATE_INPUT_REQUIRED'),
+      authRequired: status('TASK_STATE_AUTH_REQUIRED'),
+      completed: status('TASK_STATE_COMPLETED'),
+      failed: status('TASK_STATE_FAILED'),
+      canceled: status('TASK_STATE_CANCELED'),
+      rejected: status('TASK_STATE_REJECTED'),
+      artifact: (artifact, options) => this.#enqueue(run, async () => {
+        if (execution.replied) throw new InvalidAgentResponseError('an artifact after a direct message reply')
+        await this.#ensureTask(execution)
+        if (isTerminal(run.state as TaskState)) return
+        await this.#applyArtifact(run, artifact, options)
+      }),
+      message: (input) => this.#enqueue(run, async () => {
+        if (execution.replied) throw new InvalidAgentResponseError('a second direct message reply')
+        if (run.state === undefined) {
+          execution.replied = true
+          const { taskId: _omitted, ...reply } = this.#agentMessage(run, input)
+          this.#options.bus.publish(run.topic, { message: reply })
+          return
+        }
+        if (isTerminal(run.state)) return
+        const message = this.#agentMessage(run, input)
+        await this.#options.taskStore.update(run.taskId, { kind: 'history', message }, run.scope)
+        this.#publish(run, { message })
+      })
+    }
+  }
+
+  /** Creates the task on the executor's first task event. */
+  async #ensureTask (execution: Execution): Promise<void> {
+    const { run } = execution
+    if (run.state !== undefined) return
+    const task: Task = {
+      id: run.taskId,
+      contextId: run.contextId,
+      status: { state: 'TASK_STATE_SUBMITTED', timestamp: now() },
+      history: [execution.userMessage]
+    }
+    await this.#options.taskStore.create(task, run.scope)
+    if (execution.pushConfig !== undefined) await this.#options.pushConfigStore.set(execution.pushConfig, run.scope)
+    run.state = task.status.state
+    this.#publish(run, { task: projectTask(task) })
+  }
+
+  async #applyStatus (run: TaskRun, state: TaskState, message?: Message): Promise<void> {
+    const status = message === undefined ? { state, timestamp: now() } : { state, message, timestamp: now() }
+    const { taskStore } = this.#options
+    if (message !== undefined) await taskStore.update(run.taskId, { kind: 'history', message }, run.scope)
+    await taskStore.update(run.taskId, { kind: 'status', status }, run.scope)
+    run.state = state
+    this.#publish(run, { statusUpdate: { taskId: run.taskId, contextId: run.contextId, status } })
+  }
+
+  async #applyArtifact (run: TaskRun, input: ArtifactInput, options: ArtifactOptions = {}): Promise<void> {
+    const artifact = { ...input, artifactId: input.artifactId ?? randomUUID() } as Artifact
+    const checked = validateArtifact.check(artifact)
+    if (!checked.ok) throw new InvalidAgentResponseError(checked.violations.map(v => `${v.field} ${v.description}`).join('; '))
+    const change: TaskChange = { kind: 'artifact', artifact, append: options.append === true }
+    await this.#options.taskStore.update(run.taskId, change, run.scope)
+    const event: StreamResponse = { artifactUpdate: { taskId: run.taskId, contextId: run.contextId, artifact } }
+    if (options.append === true) (event.artifactUpdate as { append?: boolean }).append = true
+    if (options.lastChunk === true) (event.artifactUpdate as { lastChunk?: boolean }).lastChunk = true
+    this.#publish(run, event)
+  }
+
+  #publish (run: TaskRun, event: StreamResponse): void {
+    this.#options.bus.publish(run.topic, event)
+    this.#options.onTaskEvent?.(event, { taskId: run.taskId, contextId: run.contextId, scope: run.scope })
+  }
+
+  #agentMessage (run: TaskRun, input: AgentMessageInput): Message {
+    const fields = typeof input === 'string' ? { parts: [{ text: input }] } : input
+    const message = {
+      ...fields,
+      messageId: fields.messageId ?? randomUUID(),
+      role: 'ROLE_AGENT',
+      contextId: run.contextId,
+      taskId: run.taskId
+    } as Message
+    const checked = validateAgentMessage.check(message)
+    if (!checked.ok) throw new InvalidAgentResponseError(checked.violations.map(v => `${v.field} ${v.description}`).join('; '))
+    return message
+  }
+
+  /** Runs `change` after every change queued before it on the same task. */
+  #enqueue<T> (run: TaskRun, change: () => Promise<T>): Promise<T> {
+    run.pending++
+    const result = run.tail.then(change)
+    run.tail = result.catch(() => {}).then(() => {
+      run.pending--
+      if (run.pending === 0 && run.executions.size === 0) this.#runs.delete(run.topic)
+    })
+    return result
+  }
+
+  #runFor (scope: Scope, task: Pick<Task, 'id' | 'contextId'> & { status?: Task['status'] }): TaskRun {
+    const topic = `${scope.tenant}\u0000${task.id}`
+    let run = this.#runs.get(topic)
+    if (run === undefined) {
+      run = {
+        topic,
+        scope,
+        taskId: task.id,
+        contextId: task.contextId as string,
+        state: task.status?.state,
+        tail: Promise.resolve(),
+        pending: 0,
+        executions: new Set()
+      }
+      this.#runs.set(topic, run)
+    }
+    return run
+  }
+
+  // ---- checks ---------------------------------------------------------------------------
+
+  #scope (context: CallContext): Scope {
+    return { tenant: context.tenant }
+  }
+
+  async #loadTask (id: string, context: CallContext): Promise<Task> {
+    const task = await this.#options.taskStore.get(id, this.#scope(context))
+    if (task === undefined) throw new TaskNotFoundError(id).with({ metadata: { taskId: id } })
+    return task
+  }
+
+  #refuseTerminal (task: Task, action: string): void {
+    if (isTerminal(task.status.state)) {
+      throw new UnsupportedOperationError(`cannot ${action} task ${task.id} in terminal state ${task.status.state}`)
+        .with({ metadata: { taskId: task.id, state: task.status.state } })
+    }
+  }
+
+  #requireStreaming (): void {
+    if (this.#options.capabilities.streaming !== true) throw new UnsupportedOperationError('streaming is not supported')
+  }
+
+  #requirePush (): void {
+    if (this.#options.capabilities.pushNotifications !== true) throw new PushNotificationNotSupportedError()
+  }
+
+  #pushConfig (input: TaskPushNotificationConfig, taskId: string): StoredPushConfig {
+    let url: URL | undefined
+    try { url = new URL(input.url) } catch {}
+    if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+      throw invalidParams([{ field: 'url', description: 'must be an absolute http or https URL' }])
+    }
+    const config: StoredPushConfig = {
+      id: input.id !== undefined && input.id !== '' ? input.id : randomUUID(),
+      taskId,
+      url: input.url
+    }
+    if (input.token !== undefined) config.token = input.token
+    if (input.authentication !== undefined) config.authentication = input.authentication
+    return config
+  }
+}
+

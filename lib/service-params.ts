@@ -1,0 +1,40 @@
+// Service parameters (spec §3.2.6) from HTTP request headers, read from the raw
+// header lines so that every binding applies the same rules: names lowercased, a value
+// that is not visible ASCII left out, a header sent on several lines joined in order.
+
+/** Visible ASCII, space and tab: anything else (valid UTF-8 included) is left out. */
+const VISIBLE_ASCII = /^[\t\x20-\x7e]*$/
+
+export type ServiceParams = Record<string, string>
+
+/**
+ * `rawHeaders` is Node's flat `[name, value, name, value, …]` list. Names in `drop` are
+ * left out (lowercase).
+ */
+export function serviceParamsFromHeaders (rawHeaders: readonly string[], drop: ReadonlySet<string> = new Set()): ServiceParams {
+  const params: ServiceParams = Object.create(null)
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+    const name = (rawHeaders[i] as string).toLowerCase()
+    const value = rawHeaders[i + 1] as string
+    if (drop.has(name) || !VISIBLE_ASCII.test(value)) continue
+    const previous = params[name]
+    params[name] = previous === undefined ? value : `${previous}${name === 'cookie' ? '; ' : ', '}${value}`
+  }
+  return params
+}
+
+/** The A2A-Version service parameter: the header wins over the `A2A-Version` query parameter (spec §3.6.1). */
+export function requestedVersion (params: ServiceParams, query: unknown): string | undefined {
+  const header = params['a2a-version']
+  if (header !== undefined && header.trim() !== '') return header.trim()
+  const fromQuery = (query as Record<string, unknown> | undefined)?.['A2A-Version']
+  const value = Array.isArray(fromQuery) ? fromQuery[0] : fromQuery
+  return typeof value === 'string' && value.trim() !== '' ? value.trim() : undefined
+}
+
+/** A2A-Extensions: a comma-separated list of extension URIs. */
+export function requestedExtensions (params: ServiceParams): string[] {
+  const header = params['a2a-extensions']
+  if (header === undefined) return []
+  return header.split(',').map(uri => uri.trim()).filter(uri => uri !== '')
+}

@@ -1,0 +1,64 @@
+// Store interfaces. The request handler is written against these only, so durable
+// stores plug in without touching it. Every read and write is scoped by tenant.
+import type { Artifact, Message, Task, TaskPushNotificationConfig, TaskState, TaskStatus } from '../schema/wire.js'
+
+export interface Scope {
+  /** Opaque tenant id; `''` is the default tenant. */
+  tenant: string
+}
+
+/**
+ * One change to a task. Writing a change costs O(change): an artifact chunk with
+ * `append` adds its parts to the stored artifact, it does not rewrite the task.
+ */
+export type TaskChange =
+  | { kind: 'status', status: TaskStatus }
+  | { kind: 'history', message: Message }
+  | { kind: 'artifact', artifact: Artifact, append: boolean }
+
+export interface ListTasksQuery {
+  contextId?: string
+  status?: TaskState
+  /** Only tasks whose status timestamp is >= this (ms since epoch). */
+  statusTimestampAfter?: number
+  pageSize: number
+  pageToken?: string
+}
+
+export interface ListTasksPage {
+  tasks: Task[]
+  totalSize: number
+  /** `''` on the last page. */
+  nextPageToken: string
+}
+
+export interface TaskStore {
+  /** Stores a new task. */
+  create (task: Task, scope: Scope): Promise<void>
+  /**
+   * The task as stored, or undefined. The object is a read view: callers copy what
+   * they keep and never mutate it.
+   */
+  get (id: string, scope: Scope): Promise<Task | undefined>
+  /** Applies one change to an existing task. */
+  update (id: string, change: TaskChange, scope: Scope): Promise<void>
+  /** Tasks newest status first, paged by an opaque cursor. Throws InvalidParams for a bad token. */
+  list (query: ListTasksQuery, scope: Scope): Promise<ListTasksPage>
+}
+
+/** A push config as stored: its id and owning task always set. */
+export type StoredPushConfig = TaskPushNotificationConfig & { id: string, taskId: string }
+
+export interface PushConfigPage {
+  configs: TaskPushNotificationConfig[]
+  nextPageToken: string
+}
+
+export interface PushConfigStore {
+  /** Stores the config (its `id` and `taskId` set), replacing one with the same id. */
+  set (config: StoredPushConfig, scope: Scope): Promise<void>
+  get (taskId: string, id: string, scope: Scope): Promise<TaskPushNotificationConfig | undefined>
+  list (taskId: string, page: { pageSize: number, pageToken?: string }, scope: Scope): Promise<PushConfigPage>
+  /** Idempotent. */
+  delete (taskId: string, id: string, scope: Scope): Promise<void>
+}
