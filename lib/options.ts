@@ -39,6 +39,11 @@ export interface A2APluginOptions {
   maxQueuedEvents?: number
   /** Cache-Control max-age of the agent card, in seconds. Default 300. */
   cardMaxAge?: number
+  /**
+   * Accept message parts whose `mediaType` the card does not declare (defaultInputModes
+   * and the skills' inputModes). Default false: such a part is refused with -32005.
+   */
+  allowUndeclaredInputModes?: boolean
 }
 
 export interface NormalizedOptions {
@@ -54,6 +59,7 @@ export interface NormalizedOptions {
   allowMissingVersion: boolean
   maxQueuedEvents: number
   cardMaxAge: number
+  allowUndeclaredInputModes: boolean
 }
 
 export const validateCard = compile(AgentCardInput)
@@ -110,8 +116,8 @@ export function normalizeOptions (options: A2APluginOptions): NormalizedOptions 
   if (options.bus !== undefined && !hasMethods(options.bus, ['publish', 'subscribe', 'listenerCount'])) {
     throw new InvalidOptionError('bus', 'must implement publish, subscribe and listenerCount')
   }
-  if (options.allowMissingVersion !== undefined && typeof options.allowMissingVersion !== 'boolean') {
-    throw new InvalidOptionError('allowMissingVersion', 'must be a boolean')
+  for (const name of ['allowMissingVersion', 'allowUndeclaredInputModes'] as const) {
+    if (options[name] !== undefined && typeof options[name] !== 'boolean') throw new InvalidOptionError(name, 'must be a boolean')
   }
 
   return {
@@ -126,6 +132,7 @@ export function normalizeOptions (options: A2APluginOptions): NormalizedOptions 
     bodyLimit: integer('bodyLimit', options.bodyLimit, 4 * 1024 * 1024),
     allowMissingVersion: options.allowMissingVersion ?? false,
     maxQueuedEvents: integer('maxQueuedEvents', options.maxQueuedEvents, 1024),
-    cardMaxAge: integer('cardMaxAge', options.cardMaxAge, 300, 0)
+    cardMaxAge: integer('cardMaxAge', options.cardMaxAge, 300, 0),
+    allowUndeclaredInputModes: options.allowUndeclaredInputModes ?? false
   }
 }

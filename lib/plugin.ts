@@ -60,6 +60,9 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
         return buildCard(card.value, bindings, httpBaseOf(originOf(context.serviceParams.host)) + prefix)
       },
     maxQueuedEvents: options.maxQueuedEvents,
+    inputModes: options.allowUndeclaredInputModes
+      ? undefined
+      : [...options.card.defaultInputModes, ...options.card.skills.flatMap(skill => skill.inputModes ?? [])],
     logger: fastify.log
   })
   const runner = new CallRunner({ handler, capabilities: options.card.capabilities, allowMissingVersion: options.allowMissingVersion })

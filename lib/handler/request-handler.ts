@@ -2,7 +2,7 @@
 // No HTTP and no sockets here: dispatchers call these methods and render the results.
 import { randomUUID } from 'node:crypto'
 import {
-  ExtendedAgentCardNotConfiguredError, InvalidAgentResponseError, PushNotificationNotSupportedError,
+  ContentTypeNotSupportedError, ExtendedAgentCardNotConfiguredError, InvalidAgentResponseError, isA2AError, PushNotificationNotSupportedError,
   TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError, invalidParams
 } from '../errors/index.js'
 import type { EventBus } from '../bus/types.js'
@@ -41,6 +41,11 @@ export interface RequestHandlerOptions {
   extendedCard?: (context: CallContext) => AgentCard | Promise<AgentCard>
   /** Events a stream buffers for a slow reader before it ends with StreamLagged. */
   maxQueuedEvents: number
+  /**
+   * Media types the agent accepts (the card's input modes); a message part declaring
+   * another `mediaType` is refused with ContentTypeNotSupported. Undefined accepts any.
+   */
+  inputModes?: readonly string[]
   /**
    * Called with every event of a task once it is stored (push delivery hooks in here).
    * Not called for a direct message reply, which belongs to no task.
@@ -85,16 +90,28 @@ interface Execution {
   pushConfig?: StoredPushConfig
 }
 
-/** Does this event end the stream that started the turn? */
+/**
+ * Does this event end the stream that started the turn? A direct reply does, and a
+ * status that is terminal or interrupted; the task snapshot the turn starts with (an
+ * interrupted task being resumed) does not.
+ */
 function endsTurn (event: StreamResponse): boolean {
   if (event.message !== undefined) return event.message.taskId === undefined
-  const state = event.statusUpdate?.status.state ?? event.task?.status.state
+  const state = event.statusUpdate?.status.state
   return state !== undefined && (isTerminal(state) || isInterrupted(state))
 }
 
 function endsSubscription (event: StreamResponse): boolean {
   const state = event.statusUpdate?.status.state ?? event.task?.status.state
   return state !== undefined && isTerminal(state)
+}
+
+// A media type against a mode that may be a wildcard (any type, or any subtype); parameters are ignored.
+function mediaTypeMatches (mode: string, type: string): boolean {
+  const wanted = mode.toLowerCase().split(';')[0]?.trim() ?? ''
+  const given = type.split(';')[0]?.trim() ?? ''
+  if (wanted === '*/*' || wanted === given) return true
+  return wanted.endsWith('/*') && given.startsWith(wanted.slice(0, -1))
 }
 
 function lastUserMessage (task: Task): Message {
@@ -280,6 +297,7 @@ export class RequestHandler {
    */
   async #startTurn (params: SendMessageRequest, context: CallContext, listener: (event: StreamResponse) => void) {
     const { message } = params
+    this.#checkMediaTypes(message)
     const scope = this.#scope(context)
     const inlinePush = params.configuration?.taskPushNotificationConfig
     if (inlinePush !== undefined) this.#requirePush()
@@ -361,8 +379,10 @@ export class RequestHandler {
     }
     await this.#enqueue(run, async () => {
       if (execution.replied) return
-      if (run.state === undefined && failure === undefined) {
-        throw new InvalidAgentResponseError('the executor returned without a task or a message')
+      if (run.state === undefined) {
+        // Before any task exists, an A2A error the executor throws is the call's answer.
+        if (isA2AError(failure)) throw failure
+        if (failure === undefined) throw new InvalidAgentResponseError('the executor returned without a task or a message')
       }
       if (run.state !== undefined && (isTerminal(run.state) || isInterrupted(run.state))) return
       await this.#ensureTask(execution)
@@ -517,6 +537,16 @@ export class RequestHandler {
       throw new UnsupportedOperationError(`cannot ${action} task ${task.id} in terminal state ${task.status.state}`)
         .with({ metadata: { taskId: task.id, state: task.status.state } })
     }
+  }
+
+  #checkMediaTypes (message: Message): void {
+    const modes = this.#options.inputModes
+    if (modes === undefined) return
+    message.parts.forEach((part, index) => {
+      const type = part.mediaType?.toLowerCase()
+      if (type === undefined || type === '' || modes.some(mode => mediaTypeMatches(mode, type))) return
+      throw new ContentTypeNotSupportedError(type).with({ metadata: { mediaType: type, part: `message.parts[${index}]` } })
+    })
   }
 
   #requireStreaming (): void {

@@ -1,0 +1,95 @@
+// The agent card (spec §8): at the host root even under a prefix, supportedInterfaces
+// with absolute URLs, caching headers, 304, the extended card, and card options checked
+// at registration.
+import Fastify from 'fastify'
+import t from 'tap'
+import { a2aWebSocket } from '../lib/index.js'
+import { conformanceAgent, conformanceCard } from '../examples/agent.js'
+import { call, startServer } from './helpers/server.js'
+
+t.test('served at the host root under a prefix, interfaces from publicUrl', async t => {
+  const server = await startServer({ prefix: '/a2a', publicUrl: 'https://agent.example.com' })
+  t.teardown(() => server.close())
+  const response = await fetch(`${server.origin}/.well-known/agent-card.json`)
+  t.equal(response.status, 200)
+  t.match(response.headers.get('content-type'), /^application\/json/)
+  const card = await response.json()
+  t.same(card.supportedInterfaces[0], { url: 'https://agent.example.com/a2a', protocolBinding: 'JSONRPC', protocolVersion: '1.0' })
+  t.ok(card.supportedInterfaces.every((i: any) => i.url.startsWith('https://agent.example.com/a2a') || i.url.startsWith('wss://agent.example.com/a2a')))
+  t.equal(card.name, conformanceCard.name)
+  t.same(card.capabilities, { streaming: true, pushNotifications: true, extendedAgentCard: true })
+  for (const removed of ['url', 'preferredTransport', 'additionalInterfaces', 'protocolVersion']) t.notOk(removed in card, removed)
+  t.equal((await fetch(`${server.origin}/a2a/.well-known/agent-card.json`)).status, 404, 'not under the prefix')
+  const answer = await call(`${server.origin}/a2a`, 'GetTask', { id: 'x' })
+  t.equal(answer.error.code, -32001, 'JSON-RPC is under the prefix')
+})
+
+t.test('without publicUrl the URLs come from how the client reached the server', async t => {
+  const server = await startServer()
+  t.teardown(() => server.close())
+  const card = await (await fetch(`${server.origin}/.well-known/agent-card.json`)).json()
+  t.equal(card.supportedInterfaces[0].url, server.origin)
+})
+
+t.test('ETag and Cache-Control; 304 on a matching If-None-Match', async t => {
+  const server = await startServer({ cardMaxAge: 60 })
+  t.teardown(() => server.close())
+  const first = await fetch(`${server.origin}/.well-known/agent-card.json`)
+  const etag = first.headers.get('etag') as string
+  t.match(etag, /^"[A-Za-z0-9_-]+"$/)
+  t.equal(first.headers.get('cache-control'), 'public, max-age=60')
+  const again = await fetch(`${server.origin}/.well-known/agent-card.json`, { headers: { 'if-none-match': etag } })
+  t.equal(again.status, 304)
+  t.equal(await again.text(), '')
+  t.equal(again.headers.get('etag'), etag)
+  t.equal((await fetch(`${server.origin}/.well-known/agent-card.json`, { headers: { 'if-none-match': `"other", W/${etag}` } })).status, 304)
+  t.equal((await fetch(`${server.origin}/.well-known/agent-card.json`, { headers: { 'if-none-match': '"other"' } })).status, 200)
+})
+
+t.test('GetExtendedAgentCard: the configured card, -32004 when not declared, -32007 when not configured', async t => {
+  const server = await startServer({ extendedCard: () => ({ ...conformanceCard, skills: [...conformanceCard.skills, { id: 'extra', name: 'Extra', description: '', tags: ['x'] }] }) })
+  t.teardown(() => server.close())
+  const extended = (await call(server.endpoint, 'GetExtendedAgentCard', undefined)).result
+  t.same(extended.skills.map((s: any) => s.id), ['conformance', 'extra'])
+  t.equal(extended.supportedInterfaces[0].protocolBinding, 'JSONRPC')
+
+  const notConfigured = await startServer({ extendedCard: undefined })
+  t.teardown(() => notConfigured.close())
+  t.same((await call(notConfigured.endpoint, 'GetExtendedAgentCard', {})).error, {
+    code: -32007,
+    message: 'Extended agent card is not configured',
+    data: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'EXTENDED_AGENT_CARD_NOT_CONFIGURED', domain: 'a2a-protocol.org' }]
+  })
+  const notDeclared = await startServer({ card: { ...conformanceCard, capabilities: { streaming: true } } })
+  t.teardown(() => notDeclared.close())
+  t.equal((await call(notDeclared.endpoint, 'GetExtendedAgentCard', {})).error.code, -32004)
+})
+
+t.test('a bad card or option fails registration, naming it', async t => {
+  const register = (options: object) => {
+    const fastify = Fastify()
+    return fastify.register(a2aWebSocket, { executor: conformanceAgent, card: conformanceCard, ...options } as any).ready()
+  }
+  await t.rejects(register({ card: { ...conformanceCard, skills: [{ id: 's', name: 'S', description: '', tags: [] }] } }),
+    { code: 'A2A_ERR_INVALID_OPTION', message: 'Invalid option card.skills[0].tags: must not have fewer than 1 items' })
+  const { name: _name, ...nameless } = conformanceCard
+  await t.rejects(register({ card: nameless }), { message: 'Invalid option card.name: is required' })
+  await t.rejects(register({ card: { ...conformanceCard, defaultInputModes: [] } }), { message: /card\.defaultInputModes/ })
+  await t.rejects(register({ executor: {} }), { message: /Invalid option executor/ })
+  await t.rejects(register({ publicUrl: 'agent.example.com' }), { message: 'Invalid option publicUrl: must be an absolute http or https URL' })
+  await t.rejects(register({ prefix: 'a2a' }), { message: /Invalid option prefix/ })
+  await t.rejects(register({ bodyLimit: 0 }), { message: 'Invalid option bodyLimit: must be an integer >= 1' })
+  await t.rejects(register({ extendedCard: { name: 'x' } }), { message: /Invalid option extendedCard\./ })
+  await t.rejects(register({ allowMissingVersion: 'yes' }), { message: 'Invalid option allowMissingVersion: must be a boolean' })
+})
+
+t.test('mounts beside the user\'s own routes', async t => {
+  const fastify = Fastify()
+  fastify.get('/health', async () => ({ ok: true }))
+  await fastify.register(a2aWebSocket, { executor: conformanceAgent, card: conformanceCard, prefix: '/agents/echo' })
+  t.same((await fastify.inject('/health')).json(), { ok: true })
+  t.equal((await fastify.inject('/.well-known/agent-card.json')).statusCode, 200)
+  const rpc = await fastify.inject({ method: 'POST', url: '/agents/echo', headers: { 'a2a-version': '1.0' }, payload: { jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: 'x' } } })
+  t.equal(rpc.json().error.code, -32001)
+  t.type(fastify.a2a.handler, 'object')
+})

@@ -1,0 +1,30 @@
+// Runs the conformance agent (examples/conformance-agent.ts) as a child process, the way
+// `npm start` does, under the same TypeScript loader as the tests.
+import { spawn, type ChildProcess } from 'node:child_process'
+import { once } from 'node:events'
+
+export interface AgentProcess {
+  child: ChildProcess
+  origin: string
+  stdout: () => string
+  exit: Promise<{ code: number | null, signal: NodeJS.Signals | null }>
+}
+
+export async function startAgentProcess (env: Record<string, string> = {}): Promise<AgentProcess> {
+  const child = spawn(process.execPath, [...process.execArgv, 'examples/conformance-agent.ts'], {
+    env: { ...process.env, HOST: '127.0.0.1', PORT: '0', ...env },
+    stdio: ['ignore', 'pipe', 'pipe']
+  })
+  let stdout = ''
+  const exit = once(child, 'exit').then(([code, signal]) => ({ code: code as number | null, signal: signal as NodeJS.Signals | null }))
+  const origin = await new Promise<string>((resolve, reject) => {
+    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+      stdout += chunk
+      const match = /^listening on (http:\/\/[^\s]+)$/m.exec(stdout)
+      if (match !== null) resolve(match[1] as string)
+    })
+    child.stderr?.resume()
+    exit.then(({ code }) => reject(new Error(`the agent exited (${code}) before listening: ${stdout}`)), () => {})
+  })
+  return { child, origin, stdout: () => stdout, exit }
+}

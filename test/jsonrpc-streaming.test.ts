@@ -1,0 +1,165 @@
+// SendStreamingMessage and SubscribeToTask over JSON-RPC + SSE (spec §9, §3.2, §3.6):
+// framing, ordering, stream ends, errors before and during a stream, subscriptions
+// released when a client leaves.
+import http from 'node:http'
+import t from 'tap'
+import { conformanceCard } from '../examples/agent.js'
+import { call, eventually, parseSse, result, startServer, stream, userMessage, V1 } from './helpers/server.js'
+
+const server = await startServer()
+t.teardown(() => server.close())
+const url = server.endpoint
+const bus = server.fastify.a2a.bus
+
+t.test('stream 3: task, working, three chunks, completed, each a full JSON-RPC response', async t => {
+  const { status, contentType, events } = await stream(url, 'SendStreamingMessage', { message: userMessage('stream 3') })
+  t.equal(status, 200)
+  t.match(contentType, /^text\/event-stream/)
+  const id = events[0]?.data.id
+  t.ok(events.every(e => e.event === undefined && e.data.jsonrpc === '2.0' && e.data.id === id), 'every event carries the request id')
+  const results = events.map(e => e.data.result)
+  const task = results[0].task
+  t.equal(task.status.state, 'TASK_STATE_SUBMITTED')
+  t.same(results.slice(1), [
+    { statusUpdate: { taskId: task.id, contextId: task.contextId, status: { state: 'TASK_STATE_WORKING', timestamp: results[1].statusUpdate.status.timestamp } } },
+    { artifactUpdate: { taskId: task.id, contextId: task.contextId, artifact: { artifactId: 'stream', parts: [{ text: 'chunk 1' }] } } },
+    { artifactUpdate: { taskId: task.id, contextId: task.contextId, artifact: { artifactId: 'stream', parts: [{ text: 'chunk 2' }] }, append: true } },
+    { artifactUpdate: { taskId: task.id, contextId: task.contextId, artifact: { artifactId: 'stream', parts: [{ text: 'chunk 3' }] }, append: true, lastChunk: true } },
+    { statusUpdate: { taskId: task.id, contextId: task.contextId, status: { state: 'TASK_STATE_COMPLETED', timestamp: results[5].statusUpdate.status.timestamp } } }
+  ])
+  const stored = await result(url, 'GetTask', { id: task.id })
+  t.same(stored.artifacts, [{ artifactId: 'stream', parts: [{ text: 'chunk 1' }, { text: 'chunk 2' }, { text: 'chunk 3' }] }], 'chunks appended in order')
+})
+
+t.test('a direct message reply is the one event of its stream', async t => {
+  const { events } = await stream(url, 'SendStreamingMessage', { message: userMessage('message yo') })
+  t.equal(events.length, 1)
+  t.same(events[0]?.data.result.message.parts, [{ text: 'yo' }])
+})
+
+t.test('the stream that starts a turn ends at an interrupted state', async t => {
+  const { events } = await stream(url, 'SendStreamingMessage', { message: userMessage('input') })
+  t.same(events.map(e => Object.keys(e.data.result)[0]), ['task', 'statusUpdate'])
+  t.equal(events[1]?.data.result.statusUpdate.status.state, 'TASK_STATE_INPUT_REQUIRED')
+  const taskId = events[0]?.data.result.task.id
+  const resumed = await stream(url, 'SendStreamingMessage', { message: userMessage('more', { taskId }) })
+  const first = resumed.events[0]?.data.result.task
+  t.equal(first.status.state, 'TASK_STATE_INPUT_REQUIRED', 'a resumed turn starts with the current snapshot')
+  t.equal(first.history.at(-1).parts[0].text, 'more', 'the snapshot holds the new message')
+  t.equal(resumed.events.at(-1)?.data.result.statusUpdate.status.state, 'TASK_STATE_COMPLETED')
+})
+
+t.test('errors found before the first event are a plain JSON-RPC error response', async t => {
+  const unknown = await stream(url, 'SendStreamingMessage', { message: userMessage('x', { taskId: 'missing' }) })
+  t.match(unknown.contentType, /^application\/json/)
+  t.equal(unknown.body.error.code, -32001)
+  const invalid = await stream(url, 'SubscribeToTask', {})
+  t.equal(invalid.body.error.code, -32602)
+  const done = (await result(url, 'SendMessage', { message: userMessage('x') })).task
+  const terminal = await stream(url, 'SubscribeToTask', { id: done.id })
+  t.same(terminal.body.error.data[0].reason, 'UNSUPPORTED_OPERATION')
+  t.equal(terminal.body.error.code, -32004)
+})
+
+t.test('streaming not declared → -32004 for both streaming methods', async t => {
+  const noStreaming = await startServer({ card: { ...conformanceCard, capabilities: { ...conformanceCard.capabilities, streaming: false } } })
+  t.teardown(() => noStreaming.close())
+  const sent = await stream(noStreaming.endpoint, 'SendStreamingMessage', { message: userMessage('x') })
+  t.same(sent.body.error, {
+    code: -32004,
+    message: 'Unsupported operation: streaming is not supported',
+    data: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'UNSUPPORTED_OPERATION', domain: 'a2a-protocol.org' }]
+  })
+  t.equal((await stream(noStreaming.endpoint, 'SubscribeToTask', { id: 'x' })).body.error.code, -32004)
+})
+
+/** Opens an SSE request and resolves once `count` events arrived; the response stays open. */
+function openStream (method: string, params: unknown, count: number) {
+  return new Promise<{ events: any[], request: http.ClientRequest, response: http.IncomingMessage, ended: Promise<void> }>((resolve, reject) => {
+    const request = http.request(url, { method: 'POST', headers: { 'content-type': 'application/json', ...V1 } }, (response) => {
+      let buffer = ''
+      const events: any[] = []
+      const ended = new Promise<void>(resolveEnd => response.on('end', resolveEnd).on('close', resolveEnd))
+      response.setEncoding('utf8')
+      response.on('data', (chunk: string) => {
+        buffer += chunk
+        const blocks = buffer.split('\n\n')
+        buffer = blocks.pop() ?? ''
+        for (const block of blocks) events.push(...parseSse(block + '\n\n'))
+        if (events.length >= count) resolve({ events, request, response, ended })
+      })
+    })
+    request.on('error', reject)
+    request.end(JSON.stringify({ jsonrpc: '2.0', id: 'open', method, params }))
+  })
+}
+
+t.test('SubscribeToTask: first the current snapshot, then live events; several subscribers see the same', async t => {
+  const { result: { task } } = await call(url, 'SendMessage', { message: userMessage('hold'), configuration: { returnImmediately: true } })
+  await eventually(async () => (await result(url, 'GetTask', { id: task.id })).status.state === 'TASK_STATE_WORKING')
+  const one = await openStream('SubscribeToTask', { id: task.id }, 1)
+  const two = await openStream('SubscribeToTask', { id: task.id }, 1)
+  for (const sub of [one, two]) {
+    t.equal(sub.events[0].data.result.task.id, task.id)
+    t.equal(sub.events[0].data.result.task.status.state, 'TASK_STATE_WORKING')
+  }
+  t.equal(bus.listenerCount(), 2)
+  await result(url, 'CancelTask', { id: task.id })
+  await Promise.all([one.ended, two.ended])
+  for (const sub of [one, two]) {
+    t.same(sub.events.map(e => e.data.result.statusUpdate?.status.state ?? 'task'), ['task', 'TASK_STATE_CANCELED'])
+  }
+  await eventually(() => bus.listenerCount() === 0)
+})
+
+t.test('a client that disconnects mid-stream releases its subscription; the task goes on', async t => {
+  const { events, request, response } = await openStream('SendStreamingMessage', { message: userMessage('hold') }, 2)
+  const taskId = events[0].data.result.task.id
+  t.equal(bus.listenerCount(), 1)
+  response.destroy()
+  request.destroy()
+  await eventually(() => bus.listenerCount() === 0)
+  t.equal((await result(url, 'GetTask', { id: taskId })).status.state, 'TASK_STATE_WORKING', 'the task outlives its stream')
+  t.equal((await result(url, 'CancelTask', { id: taskId })).status.state, 'TASK_STATE_CANCELED')
+})
+
+t.test('a reader that falls behind gets a last error event with STREAM_LAGGED', async t => {
+  // 400 chunks of 64 KiB (25 MiB) are more than the socket buffers hold for a paused reader.
+  const chunk = 'x'.repeat(64 * 1024)
+  const lagging = await startServer({
+    maxQueuedEvents: 8,
+    executor: {
+      async execute (_context, events) {
+        for (let i = 0; i < 400; i++) await events.artifact({ artifactId: 'big', parts: [{ text: chunk }] }, { append: i > 0 })
+        await events.completed()
+      }
+    }
+  })
+  t.teardown(() => lagging.close())
+  const body = JSON.stringify({ jsonrpc: '2.0', id: 'lag', method: 'SendStreamingMessage', params: { message: userMessage('big') } })
+  const text = await new Promise<string>((resolve, reject) => {
+    const request = http.request(lagging.endpoint, { method: 'POST', headers: { 'content-type': 'application/json', ...V1 } }, (response) => {
+      response.pause()
+      setTimeout(() => {
+        let all = ''
+        response.setEncoding('utf8')
+        response.on('data', (chunk: string) => { all += chunk })
+        response.on('end', () => resolve(all))
+        response.resume()
+      }, 300)
+    })
+    request.on('error', reject)
+    request.end(body)
+  })
+  const events = parseSse(text)
+  const last = events.at(-1)
+  t.equal(last?.event, 'error')
+  t.equal(last?.data.id, 'lag')
+  t.equal(last?.data.error.code, -32603)
+  t.equal(last?.data.error.data[0].reason, 'STREAM_LAGGED')
+  t.equal(last?.data.error.data[0].domain, 'a2a-rust.com')
+  t.match(last?.data.error.data[0].metadata.droppedEvents, /^\d+$/)
+  t.ok(events.length < 402, 'events were dropped, not buffered without bound')
+  await eventually(() => lagging.fastify.a2a.bus.listenerCount() === 0)
+  t.equal((await call(lagging.endpoint, 'GetTask', { id: events[0]?.data.result.task.id })).result.status.state, 'TASK_STATE_COMPLETED', 'the task went on')
+})

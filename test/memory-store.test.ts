@@ -1,0 +1,75 @@
+// The in-memory stores: TTL eviction of terminal tasks, the capacity cap, tenant
+// scoping, artifact appends, cursors.
+import t from 'tap'
+import { MemoryPushConfigStore, MemoryTaskStore, type Task } from '../lib/index.js'
+
+const a = { tenant: '' }
+const b = { tenant: 'b' }
+const task = (id: string, state: Task['status']['state'] = 'TASK_STATE_WORKING', timestamp = new Date().toISOString()): Task =>
+  ({ id, contextId: 'c', status: { state, timestamp } })
+
+t.test('terminal tasks expire after the TTL; active ones do not', async t => {
+  let now = 1_000_000
+  const store = new MemoryTaskStore({ ttl: 1000, now: () => now })
+  await store.create(task('done', 'TASK_STATE_COMPLETED'), a)
+  await store.create(task('active'), a)
+  now += 999
+  t.ok(await store.get('done', a))
+  now += 1
+  t.equal(await store.get('done', a), undefined, 'expired at the TTL')
+  t.ok(await store.get('active', a))
+  await store.update('active', { kind: 'status', status: { state: 'TASK_STATE_FAILED', timestamp: new Date().toISOString() } }, a)
+  now += 1000
+  await store.create(task('later'), a)
+  t.equal(store.size, 1, 'the sweep on create dropped the expired task')
+  t.same((await store.list({ pageSize: 10 }, a)).tasks.map(x => x.id), ['later'])
+})
+
+t.test('the cap evicts the oldest terminal task, and refuses when none is terminal', async t => {
+  const store = new MemoryTaskStore({ maxTasks: 2 })
+  await store.create(task('old', 'TASK_STATE_COMPLETED'), a)
+  await store.create(task('active'), a)
+  await store.create(task('new'), a)
+  t.equal(await store.get('old', a), undefined)
+  t.equal(store.size, 2)
+  await t.rejects(store.create(task('one-too-many'), a), { code: 'A2A_ERR_UNAVAILABLE' })
+})
+
+t.test('tenants are isolated', async t => {
+  const store = new MemoryTaskStore()
+  await store.create(task('same-id'), a)
+  t.equal(await store.get('same-id', b), undefined)
+  await store.create({ ...task('same-id'), contextId: 'tenant-b' }, b)
+  t.equal((await store.get('same-id', b))?.contextId, 'tenant-b')
+  t.equal((await store.get('same-id', a))?.contextId, 'c')
+  t.equal((await store.list({ pageSize: 10 }, b)).totalSize, 1)
+})
+
+t.test('artifact chunks append in place; a chunk without append replaces', async t => {
+  const store = new MemoryTaskStore()
+  await store.create(task('t'), a)
+  const stored = await store.get('t', a) as Task
+  await store.update('t', { kind: 'artifact', artifact: { artifactId: 'x', parts: [{ text: '1' }] }, append: false }, a)
+  const artifact = stored.artifacts?.[0]
+  for (let i = 2; i <= 1000; i++) await store.update('t', { kind: 'artifact', artifact: { artifactId: 'x', parts: [{ text: String(i) }] }, append: true }, a)
+  t.equal(stored.artifacts?.[0], artifact, 'the same artifact object grew: no copy per chunk')
+  t.equal(artifact?.parts.length, 1000)
+  await store.update('t', { kind: 'artifact', artifact: { artifactId: 'x', parts: [{ text: 'fresh' }] }, append: false }, a)
+  t.same(stored.artifacts, [{ artifactId: 'x', parts: [{ text: 'fresh' }] }])
+})
+
+t.test('a tampered cursor is InvalidParams', async t => {
+  const store = new MemoryTaskStore()
+  await t.rejects(store.list({ pageSize: 1, pageToken: 'garbage' }, a), { code: 'A2A_ERR_INVALID_PARAMS' })
+})
+
+t.test('push configs: per task and tenant, replace by id, idempotent delete', async t => {
+  const store = new MemoryPushConfigStore()
+  await store.set({ id: '1', taskId: 't', url: 'https://a' }, a)
+  await store.set({ id: '1', taskId: 't', url: 'https://b' }, a)
+  t.same(await store.get('t', '1', a), { id: '1', taskId: 't', url: 'https://b' })
+  t.equal(await store.get('t', '1', b), undefined)
+  await store.delete('t', '1', a)
+  await store.delete('t', '1', a)
+  t.same(await store.list('t', { pageSize: 10 }, a), { configs: [], nextPageToken: '' })
+})

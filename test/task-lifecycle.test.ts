@@ -1,0 +1,150 @@
+// The task state machine through the JSON-RPC binding (spec §10): creation, blocking
+// and returnImmediately, interrupted states and resumption, terminal states, the
+// taskId / contextId rules, historyLength, cancel and the executor's failures.
+import t from 'tap'
+import { call, eventually, result, startServer, userMessage } from './helpers/server.js'
+
+const server = await startServer()
+t.teardown(() => server.close())
+const url = server.endpoint
+const send = (text: string, extra = {}, configuration?: object) =>
+  call(url, 'SendMessage', configuration === undefined ? { message: userMessage(text, extra) } : { message: userMessage(text, extra), configuration })
+
+t.test('echo: blocking by default, returns the completed task with its artifact and history', async t => {
+  const { result: { task } } = await send('hello there')
+  t.match(task.id, /^[0-9a-f-]{36}$/, 'a server-generated id')
+  t.match(task.contextId, /^[0-9a-f-]{36}$/, 'a generated context id')
+  t.equal(task.status.state, 'TASK_STATE_COMPLETED')
+  t.match(task.status.timestamp, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
+  t.same(task.artifacts, [{ artifactId: 'echo', parts: [{ text: 'hello there' }] }])
+  t.equal(task.history.length, 1)
+  t.same(task.history[0].parts, [{ text: 'hello there' }])
+  t.equal(task.history[0].taskId, task.id)
+  t.equal(task.history[0].contextId, task.contextId)
+  t.notOk('kind' in task)
+})
+
+t.test('a client contextId starts a new task in that context', async t => {
+  const { result: { task } } = await send('x', { contextId: 'my-context' })
+  t.equal(task.contextId, 'my-context')
+})
+
+t.test('message <text>: a direct Message, no task', async t => {
+  const { result } = await send('message hi there')
+  t.same(Object.keys(result), ['message'])
+  t.equal(result.message.role, 'ROLE_AGENT')
+  t.same(result.message.parts, [{ text: 'hi there' }])
+  t.type(result.message.messageId, 'string')
+  t.type(result.message.contextId, 'string')
+  t.notOk('taskId' in result.message)
+})
+
+t.test('fail, reject and throw end the task FAILED / REJECTED / FAILED; the server keeps serving', async t => {
+  const failed = (await send('fail')).result.task
+  t.equal(failed.status.state, 'TASK_STATE_FAILED')
+  t.same(failed.status.message.parts, [{ text: 'failed on purpose' }])
+  t.equal(failed.status.message.role, 'ROLE_AGENT')
+  t.equal((await send('reject')).result.task.status.state, 'TASK_STATE_REJECTED')
+  const thrown = (await send('throw')).result.task
+  t.equal(thrown.status.state, 'TASK_STATE_FAILED')
+  t.notMatch(JSON.stringify(thrown), /thrown on purpose/, 'the exception text is not shown to the client')
+  t.equal((await send('after the throw')).result.task.status.state, 'TASK_STATE_COMPLETED')
+})
+
+t.test('returnImmediately returns the task at once; GetTask then sees it finish', async t => {
+  const { result: { task } } = await send('sleep 150', {}, { returnImmediately: true })
+  t.ok(['TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING'].includes(task.status.state), task.status.state)
+  await eventually(async () => (await result(url, 'GetTask', { id: task.id })).status.state === 'TASK_STATE_COMPLETED')
+  const done = await result(url, 'GetTask', { id: task.id })
+  t.same(done.artifacts, [{ artifactId: 'slept', parts: [{ text: 'slept 150' }] }])
+})
+
+t.test('input: INPUT_REQUIRED with a status message, resumed by the next message on the task', async t => {
+  const first = (await send('input')).result.task
+  t.equal(first.status.state, 'TASK_STATE_INPUT_REQUIRED')
+  t.same(first.status.message.parts, [{ text: 'need input' }])
+  const resumed = (await send('the answer', { taskId: first.id })).result.task
+  t.equal(resumed.id, first.id)
+  t.equal(resumed.contextId, first.contextId, 'contextId inferred from the task')
+  t.equal(resumed.status.state, 'TASK_STATE_COMPLETED')
+  t.same(resumed.artifacts, [{ artifactId: 'echo', parts: [{ text: 'the answer' }] }])
+  t.same(resumed.history.map((m: any) => [m.role, m.parts[0].text]), [
+    ['ROLE_USER', 'input'], ['ROLE_AGENT', 'need input'], ['ROLE_USER', 'the answer']
+  ])
+})
+
+t.test('an unknown taskId → -32001 TaskNotFound', async t => {
+  const { error } = await send('x', { taskId: 'no-such-task' })
+  t.same(error, {
+    code: -32001,
+    message: 'Task not found: no-such-task',
+    data: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'TASK_NOT_FOUND', domain: 'a2a-protocol.org', metadata: { taskId: 'no-such-task' } }]
+  })
+})
+
+t.test('a message to a terminal task → -32004 UnsupportedOperation', async t => {
+  const done = (await send('x')).result.task
+  const { error } = await send('again', { taskId: done.id })
+  t.equal(error.code, -32004)
+  t.same(error.data, [{
+    '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'UNSUPPORTED_OPERATION', domain: 'a2a-protocol.org', metadata: { taskId: done.id, state: 'TASK_STATE_COMPLETED' }
+  }])
+})
+
+t.test('a taskId / contextId mismatch → -32602', async t => {
+  const waiting = (await send('input')).result.task
+  const { error } = await send('x', { taskId: waiting.id, contextId: 'another-context' })
+  t.same(error, {
+    code: -32602,
+    message: `Invalid parameters: message.contextId does not match the context of task ${waiting.id}`,
+    data: [{ '@type': 'type.googleapis.com/google.rpc.BadRequest', fieldViolations: [{ field: 'message.contextId', description: `does not match the context of task ${waiting.id}` }] }]
+  })
+  t.equal((await result(url, 'GetTask', { id: waiting.id })).status.state, 'TASK_STATE_INPUT_REQUIRED', 'the task is untouched')
+})
+
+t.test('historyLength: absent = all, 0 = none (field left out), n = the n most recent', async t => {
+  const first = (await send('input')).result.task
+  const task = (await send('answer', { taskId: first.id })).result.task
+  t.equal(task.history.length, 3)
+  const none = await result(url, 'GetTask', { id: task.id, historyLength: 0 })
+  t.notOk('history' in none)
+  const last = await result(url, 'GetTask', { id: task.id, historyLength: 1 })
+  t.same(last.history.map((m: any) => m.parts[0].text), ['answer'])
+  const many = await result(url, 'GetTask', { id: task.id, historyLength: 50 })
+  t.equal(many.history.length, 3)
+  const viaSend = (await send('x', {}, { historyLength: 0 })).result.task
+  t.notOk('history' in viaSend, 'historyLength applies to the SendMessage result')
+  t.equal((await call(url, 'GetTask', { id: task.id, historyLength: -1 })).error.code, -32602)
+})
+
+t.test('hold + CancelTask → CANCELED; the executor signal is aborted', async t => {
+  const { result: { task } } = await send('hold', {}, { returnImmediately: true })
+  await eventually(async () => (await result(url, 'GetTask', { id: task.id })).status.state === 'TASK_STATE_WORKING')
+  const canceled = await result(url, 'CancelTask', { id: task.id })
+  t.equal(canceled.id, task.id)
+  t.equal(canceled.status.state, 'TASK_STATE_CANCELED')
+  t.equal((await result(url, 'GetTask', { id: task.id })).status.state, 'TASK_STATE_CANCELED')
+  await eventually(() => server.fastify.a2a.handler.activeTasks === 0)
+})
+
+t.test('cancel an interrupted task (no executor running) → CANCELED', async t => {
+  const waiting = (await send('input')).result.task
+  t.equal((await result(url, 'CancelTask', { id: waiting.id })).status.state, 'TASK_STATE_CANCELED')
+})
+
+t.test('cancel a terminal task → -32002 TaskNotCancelable, also the second time', async t => {
+  const done = (await send('x')).result.task
+  for (let i = 0; i < 2; i++) {
+    const { error } = await call(url, 'CancelTask', { id: done.id })
+    t.same(error, {
+      code: -32002,
+      message: `Task cannot be canceled: ${done.id}`,
+      data: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'TASK_NOT_CANCELABLE', domain: 'a2a-protocol.org', metadata: { taskId: done.id, state: 'TASK_STATE_COMPLETED' } }]
+    })
+  }
+  t.equal((await call(url, 'CancelTask', { id: 'unknown' })).error.code, -32001)
+})
+
+t.test('GetTask of an unknown id → -32001', async t => {
+  t.equal((await call(url, 'GetTask', { id: 'nope' })).error.code, -32001)
+})
