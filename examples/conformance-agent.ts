@@ -1,24 +1,64 @@
 // `npm start`: serves the conformance agent on HOST:PORT (default 127.0.0.1:3000).
 import Fastify, { type FastifyInstance } from 'fastify'
-import { a2aWebSocket } from '../lib/index.js'
+import { a2aWebSocket, openPostgresStores, openSqliteStores, type PushConfigStore, type TaskStore, type WebSocketOptions } from '../lib/index.js'
 import { conformanceAgent, conformanceCard } from './agent.js'
 
 export interface AgentEnv {
   A2A_PUBLIC_URL?: string
   A2A_STORE?: string
+  A2A_ALLOWED_ORIGINS?: string
+  A2A_REQUIRE_ORIGIN?: string
+  A2A_MAX_CONNECTIONS?: string
+  A2A_IDLE_TIMEOUT_MS?: string
+}
+
+/** The WebSocket knobs of shared/sut-agent.md. */
+function webSocketOptions (env: AgentEnv): WebSocketOptions {
+  const options: WebSocketOptions = { requireOrigin: env.A2A_REQUIRE_ORIGIN === '1' }
+  if (env.A2A_ALLOWED_ORIGINS !== undefined) options.allowedOrigins = env.A2A_ALLOWED_ORIGINS.split(',').map(origin => origin.trim()).filter(Boolean)
+  if (env.A2A_MAX_CONNECTIONS !== undefined) options.maxConnections = Number(env.A2A_MAX_CONNECTIONS)
+  if (env.A2A_IDLE_TIMEOUT_MS !== undefined) options.idleTimeout = Number(env.A2A_IDLE_TIMEOUT_MS)
+  return options
 }
 
 export async function buildConformanceServer (env: AgentEnv = process.env): Promise<FastifyInstance> {
-  const store = env.A2A_STORE ?? 'memory'
-  if (store !== 'memory') throw new Error(`A2A_STORE=${store} is not supported yet: only "memory"`)
+  const stores = await openStores(env.A2A_STORE ?? 'memory')
   const fastify = Fastify({ logger: { level: 'warn' } })
   await fastify.register(a2aWebSocket, {
     executor: conformanceAgent,
     card: conformanceCard,
     extendedCard: conformanceCard,
+    taskStore: stores?.taskStore,
+    pushConfigStore: stores?.pushConfigStore,
+    // Conformance suites run their webhook receivers on this machine.
+    push: { allow: ['127.0.0.0/8', '::1', 'localhost'] },
+    websocket: webSocketOptions(env),
     publicUrl: env.A2A_PUBLIC_URL
   })
+  if (stores !== undefined) fastify.addHook('onClose', async () => { await stores.close() })
   return fastify
+}
+
+interface OpenedStores {
+  taskStore: TaskStore
+  pushConfigStore: PushConfigStore
+  close (): unknown
+}
+
+/**
+ * `A2A_STORE`: `memory` (the plugin's default), `sqlite:<path>`, or a `postgres://` URL whose
+ * optional `schema` query parameter names the schema (default `public`).
+ */
+async function openStores (spec: string): Promise<OpenedStores | undefined> {
+  if (spec === 'memory') return undefined
+  if (spec.startsWith('sqlite:')) return openSqliteStores({ path: spec.slice('sqlite:'.length) })
+  if (spec.startsWith('postgres://') || spec.startsWith('postgresql://')) {
+    const url = new URL(spec)
+    const schema = url.searchParams.get('schema') ?? undefined
+    url.searchParams.delete('schema')
+    return await openPostgresStores({ connectionString: url.href, schema })
+  }
+  throw new Error(`A2A_STORE=${spec}: expected memory, sqlite:<path> or a postgres:// URL`)
 }
 
 async function main (): Promise<void> {

@@ -2,7 +2,10 @@
 // `register` with an error naming it.
 import createError from '@fastify/error'
 import type { EventBus } from './bus/types.js'
+import type { CallInterceptor } from './dispatcher/call.js'
 import type { AgentExecutor, CallContext } from './handler/executor.js'
+import { PUSH_DEFAULTS, type NormalizedPushOptions, type PushOptions } from './push/sender.js'
+import { WebhookGuard } from './push/ssrf.js'
 import { compile } from './schema/validate.js'
 import { AgentCardInput } from './schema/wire.js'
 import type { PushConfigStore, TaskStore } from './store/types.js'
@@ -10,6 +13,39 @@ import type { PushConfigStore, TaskStore } from './store/types.js'
 export const InvalidOptionError = createError('A2A_ERR_INVALID_OPTION', 'Invalid option %s: %s', 500, TypeError)
 
 export type ExtendedCardProvider = (context: CallContext) => AgentCardInput | Promise<AgentCardInput>
+
+export interface WebSocketOptions {
+  /** Origins a browser may open a WebSocket from, compared whole ignoring ASCII case. Default: any. */
+  allowedOrigins?: string[]
+  /** Refuse an upgrade that carries no Origin (every non-browser client sends none). Default false. */
+  requireOrigin?: boolean
+  /** Largest incoming message in bytes; a larger one ends the connection with close code 1009. Default 4 MiB. */
+  maxMessageSize?: number
+  /** Requests in progress at once on one connection; a stream counts until it ends. Default 64. */
+  maxInFlight?: number
+  /** Bytes a connection may have buffered before a stream on it ends with STREAM_LAGGED. Default 8 MiB. */
+  maxBufferedBytes?: number
+  /** Disconnect a peer that does not complete its upgrade (or first request) within this many ms; 0 = never. Default 10,000. */
+  handshakeTimeout?: number
+  /** WebSocket connections held at once; past it an upgrade is refused with 503. Default: no cap. */
+  maxConnections?: number
+  /** Close a connection silent this many ms with 1001; pings keep a live peer's open. Default 0 (never). */
+  idleTimeout?: number
+  /** On close, how long calls in progress may finish before every connection is closed with 1001, in ms. Default 5,000. */
+  closeGrace?: number
+}
+
+export interface NormalizedWebSocketOptions {
+  allowedOrigins?: string[]
+  requireOrigin: boolean
+  maxMessageSize: number
+  maxInFlight: number
+  maxBufferedBytes: number
+  handshakeTimeout: number
+  maxConnections?: number
+  idleTimeout: number
+  closeGrace: number
+}
 
 export interface A2APluginOptions {
   /** The agent. */
@@ -44,6 +80,22 @@ export interface A2APluginOptions {
    * and the skills' inputModes). Default false: such a part is refused with -32005.
    */
   allowUndeclaredInputModes?: boolean
+  /** Run around every call on every binding, every WebSocket frame included, in order. */
+  interceptors?: CallInterceptor[]
+  /** The WebSocket binding's limits and handshake checks. */
+  websocket?: WebSocketOptions
+  /**
+   * Push-notification delivery (webhook timeouts, retries, queue bound, SSRF allow-list,
+   * metrics). The sender runs exactly when `card.capabilities.pushNotifications` is true;
+   * this option without that capability is an error. Defaults: see PushOptions.
+   */
+  push?: PushOptions
+  /**
+   * At start-up, mark FAILED, with a status message, every task the store holds in SUBMITTED
+   * or WORKING: the process that ran it died. Stores with `listUnfinished` (SQLite,
+   * PostgreSQL) take part. Set false when several processes share one store. Default true.
+   */
+  recoverTasks?: boolean
 }
 
 export interface NormalizedOptions {
@@ -60,6 +112,11 @@ export interface NormalizedOptions {
   maxQueuedEvents: number
   cardMaxAge: number
   allowUndeclaredInputModes: boolean
+  interceptors: CallInterceptor[]
+  websocket: NormalizedWebSocketOptions
+  /** Set exactly when the card declares push notifications. */
+  push?: NormalizedPushOptions
+  recoverTasks: boolean
 }
 
 export const validateCard = compile(AgentCardInput)
@@ -81,6 +138,64 @@ function integer (name: string, value: unknown, fallback: number, min = 1): numb
 
 function hasMethods (value: unknown, names: string[]): boolean {
   return typeof value === 'object' && value !== null && names.every(name => typeof (value as Record<string, unknown>)[name] === 'function')
+}
+
+function webSocketOptions (options: WebSocketOptions): NormalizedWebSocketOptions {
+  const { allowedOrigins } = options
+  if (allowedOrigins !== undefined && (!Array.isArray(allowedOrigins) || !allowedOrigins.every(origin => typeof origin === 'string'))) {
+    throw new InvalidOptionError('websocket.allowedOrigins', 'must be an array of origins')
+  }
+  if (options.requireOrigin !== undefined && typeof options.requireOrigin !== 'boolean') throw new InvalidOptionError('websocket.requireOrigin', 'must be a boolean')
+  return {
+    allowedOrigins,
+    requireOrigin: options.requireOrigin ?? false,
+    maxMessageSize: integer('websocket.maxMessageSize', options.maxMessageSize, 4 * 1024 * 1024),
+    maxInFlight: integer('websocket.maxInFlight', options.maxInFlight, 64),
+    maxBufferedBytes: integer('websocket.maxBufferedBytes', options.maxBufferedBytes, 8 * 1024 * 1024),
+    handshakeTimeout: integer('websocket.handshakeTimeout', options.handshakeTimeout, 10_000, 0),
+    maxConnections: options.maxConnections === undefined ? undefined : integer('websocket.maxConnections', options.maxConnections, 0),
+    idleTimeout: integer('websocket.idleTimeout', options.idleTimeout, 0, 0),
+    closeGrace: integer('websocket.closeGrace', options.closeGrace, 5000, 0)
+  }
+}
+
+function flag (name: string, value: unknown, fallback: boolean): boolean {
+  if (value === undefined) return fallback
+  if (typeof value !== 'boolean') throw new InvalidOptionError(name, 'must be a boolean')
+  return value
+}
+
+function pushOptions (options: PushOptions | undefined, declared: boolean): NormalizedPushOptions | undefined {
+  if (!declared) {
+    if (options !== undefined) throw new InvalidOptionError('push', 'needs card.capabilities.pushNotifications to be true')
+    return undefined
+  }
+  const { allow = PUSH_DEFAULTS.allow, onDelivery, resolve } = options ?? {}
+  if (!Array.isArray(allow)) throw new InvalidOptionError('push.allow', 'must be an array of host names, IP addresses or CIDR ranges')
+  for (const entry of allow) {
+    const problem = WebhookGuard.checkEntry(entry)
+    if (problem !== undefined) throw new InvalidOptionError('push.allow', problem)
+  }
+  if (onDelivery !== undefined && typeof onDelivery !== 'function') throw new InvalidOptionError('push.onDelivery', 'must be a function')
+  if (resolve !== undefined && typeof resolve !== 'function') throw new InvalidOptionError('push.resolve', 'must be a function')
+  return {
+    allow,
+    timeout: integer('push.timeout', options?.timeout, PUSH_DEFAULTS.timeout),
+    maxAttempts: integer('push.maxAttempts', options?.maxAttempts, PUSH_DEFAULTS.maxAttempts),
+    retryDelay: integer('push.retryDelay', options?.retryDelay, PUSH_DEFAULTS.retryDelay, 0),
+    maxRetryDelay: integer('push.maxRetryDelay', options?.maxRetryDelay, PUSH_DEFAULTS.maxRetryDelay, 0),
+    maxQueued: integer('push.maxQueued', options?.maxQueued, PUSH_DEFAULTS.maxQueued),
+    onDelivery,
+    resolve
+  }
+}
+
+function interceptorList (value: unknown): CallInterceptor[] {
+  if (value === undefined) return []
+  if (!Array.isArray(value) || !value.every(item => typeof item === 'object' && item !== null && (item.before === undefined || typeof item.before === 'function'))) {
+    throw new InvalidOptionError('interceptors', 'must be an array of { before?(context, params) } objects')
+  }
+  return value
 }
 
 export function normalizeOptions (options: A2APluginOptions): NormalizedOptions {
@@ -133,6 +248,10 @@ export function normalizeOptions (options: A2APluginOptions): NormalizedOptions 
     allowMissingVersion: options.allowMissingVersion ?? false,
     maxQueuedEvents: integer('maxQueuedEvents', options.maxQueuedEvents, 1024),
     cardMaxAge: integer('cardMaxAge', options.cardMaxAge, 300, 0),
-    allowUndeclaredInputModes: options.allowUndeclaredInputModes ?? false
+    allowUndeclaredInputModes: options.allowUndeclaredInputModes ?? false,
+    interceptors: interceptorList(options.interceptors),
+    websocket: webSocketOptions(options.websocket ?? {}),
+    push: pushOptions(options.push, card.capabilities.pushNotifications === true),
+    recoverTasks: flag('recoverTasks', options.recoverTasks, true)
   }
 }

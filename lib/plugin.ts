@@ -10,9 +10,15 @@ import { RequestHandler } from './handler/request-handler.js'
 import { normalizeOptions, validateCard, type A2APluginOptions, type NormalizedOptions } from './options.js'
 import { CallRunner } from './dispatcher/call.js'
 import { AGENT_CARD_PATH, buildCard, cardRoute, renderCard, type ServedBinding } from './dispatcher/card.js'
-import { JSONRPC_BINDING, jsonRpcDispatcher } from './dispatcher/jsonrpc.js'
+import { JSONRPC_BINDING, jsonRpcDispatcher, logInternal } from './dispatcher/jsonrpc.js'
+import { WEBSOCKET_BINDING_URI, guardHandshakes, refuseUpgrades, webSocketDispatcher } from './dispatcher/websocket.js'
+import { makeWebSocketServer } from './dispatcher/websocket-connection.js'
+import fastifyWebsocket from '@fastify/websocket'
+import { REST_BINDING, restDispatcher } from './dispatcher/rest.js'
 import type { AgentCard } from './schema/wire.js'
 import { MemoryPushConfigStore, MemoryTaskStore } from './store/memory.js'
+import { PushSender } from './push/sender.js'
+import { failUnfinishedTasks } from './store/recovery.js'
 import type { PushConfigStore, TaskStore } from './store/types.js'
 
 export interface A2ADecorator {
@@ -20,6 +26,8 @@ export interface A2ADecorator {
   taskStore: TaskStore
   pushConfigStore: PushConfigStore
   bus: EventBus
+  /** Push delivery; undefined when the card declares no push notifications. */
+  push?: PushSender
   /** The public card as served to a client that reached the server at `httpBase` (`http(s)://host[/prefix]`). */
   cardFor (httpBase: string): AgentCard
 }
@@ -39,12 +47,17 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
   const taskStore = options.taskStore ?? new MemoryTaskStore()
   const pushConfigStore = options.pushConfigStore ?? new MemoryPushConfigStore()
   const bus = options.bus ?? new MemoryEventBus()
-  const bindings: ServedBinding[] = [{ protocolBinding: JSONRPC_BINDING, url: (base) => base }]
+  const bindings: ServedBinding[] = [
+    { protocolBinding: JSONRPC_BINDING, url: (base) => base },
+    { protocolBinding: REST_BINDING, url: (base) => base },
+    { protocolBinding: WEBSOCKET_BINDING_URI, url: (base) => base.replace(/^http/, 'ws') }
+  ]
 
   const httpBaseOf = (origin: string) => options.publicUrl ?? origin
   const cardFor = (httpBase: string) => buildCard(options.card, bindings, httpBase + prefix)
   const originOf = (host: string | undefined) => `${fastify.initialConfig.https === undefined ? 'http' : 'https'}://${host ?? 'localhost'}`
 
+  const push = options.push === undefined ? undefined : new PushSender(pushConfigStore, options.push, fastify.log)
   const { extendedCard } = options
   const handler = new RequestHandler({
     executor: options.executor,
@@ -60,14 +73,24 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
         return buildCard(card.value, bindings, httpBaseOf(originOf(context.serviceParams.host)) + prefix)
       },
     maxQueuedEvents: options.maxQueuedEvents,
+    onTaskEvent: push?.notify,
+    checkPushConfig: push?.checkConfig,
     inputModes: options.allowUndeclaredInputModes
       ? undefined
       : [...options.card.defaultInputModes, ...options.card.skills.flatMap(skill => skill.inputModes ?? [])],
     logger: fastify.log
   })
-  const runner = new CallRunner({ handler, capabilities: options.card.capabilities, allowMissingVersion: options.allowMissingVersion })
+  const runner = new CallRunner({
+    handler,
+    capabilities: options.card.capabilities,
+    allowMissingVersion: options.allowMissingVersion,
+    interceptors: options.interceptors
+  })
 
-  fastify.decorate('a2a', { handler, taskStore, pushConfigStore, bus, cardFor })
+  fastify.decorate('a2a', { handler, taskStore, pushConfigStore, bus, push, cardFor })
+  if (push !== undefined) fastify.addHook('onClose', async () => push.close())
+  // Before any route serves: no executor of this process runs yet, so every unfinished task is an orphan.
+  if (options.recoverTasks) await failUnfinishedTasks(taskStore, push?.notify)
 
   const rendered = new Map<string, ReturnType<typeof renderCard>>()
   await fastify.register(cardRoute, {
@@ -83,8 +106,47 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
     }
   })
 
+  const ws = options.websocket
+  const wsServer = makeWebSocketServer({
+    runner,
+    maxInFlight: ws.maxInFlight,
+    maxMessageSize: ws.maxMessageSize,
+    maxBufferedBytes: ws.maxBufferedBytes,
+    idleTimeout: ws.idleTimeout,
+    onError: (error) => logInternal(fastify, error)
+  })
+  // New upgrades are refused; calls in progress finish up to the grace period, then 1001.
+  const drainWebSockets = () => {
+    refuseUpgrades(fastify.server)
+    return wsServer.drain(ws.closeGrace)
+  }
+  if (fastify.hasDecorator('websocketServer')) {
+    fastify.addHook('preClose', drainWebSockets)
+  } else {
+    await fastify.register(fastifyWebsocket, {
+      // No subprotocol is negotiated: an offered one is not selected (seed 000 §1).
+      options: { maxPayload: ws.maxMessageSize, handleProtocols: () => false },
+      preClose: async () => {
+        await drainWebSockets()
+        fastify.websocketServer.close()
+      }
+    })
+  }
+  if (ws.handshakeTimeout > 0) {
+    const unguard = guardHandshakes(fastify.server, ws.handshakeTimeout)
+    fastify.addHook('onClose', async () => unguard())
+  }
+
   await fastify.register(async (a2a) => {
     await a2a.register(jsonRpcDispatcher, { runner, bodyLimit: options.bodyLimit })
+    await a2a.register(restDispatcher, { runner, bodyLimit: options.bodyLimit })
+    await a2a.register(webSocketDispatcher, {
+      server: wsServer,
+      allowedOrigins: ws.allowedOrigins,
+      requireOrigin: ws.requireOrigin,
+      maxConnections: ws.maxConnections,
+      allowMissingVersion: options.allowMissingVersion
+    })
   }, { prefix })
 }
 

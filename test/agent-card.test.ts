@@ -66,9 +66,10 @@ t.test('GetExtendedAgentCard: the configured card, -32004 when not declared, -32
 })
 
 t.test('a bad card or option fails registration, naming it', async t => {
-  const register = (options: object) => {
+  const register = async (options: object) => {
     const fastify = Fastify()
-    return fastify.register(a2aWebSocket, { executor: conformanceAgent, card: conformanceCard, ...options } as any).ready()
+    await fastify.register(a2aWebSocket, { executor: conformanceAgent, card: conformanceCard, ...options } as any)
+    await fastify.ready()
   }
   await t.rejects(register({ card: { ...conformanceCard, skills: [{ id: 's', name: 'S', description: '', tags: [] }] } }),
     { code: 'A2A_ERR_INVALID_OPTION', message: 'Invalid option card.skills[0].tags: must not have fewer than 1 items' })

@@ -1,18 +1,17 @@
 // The executor API: what an executor sees, what its events do, and what happens when it
 // misbehaves (throws, returns without answering, writes after the end, has a cancel hook).
-import t from 'tap'
+import t, { type Test } from 'tap'
 import {
   ContentTypeNotSupportedError, type AgentExecutor, type ExecutionContext, type TaskStore
 } from '../lib/index.js'
 import { MemoryTaskStore } from '../lib/store/memory.js'
 import { call, eventually, result, startServer, stream, userMessage } from './helpers/server.js'
 
-async function serve (t: Tap, executor: AgentExecutor, extra = {}) {
+async function serve (t: Test, executor: AgentExecutor, extra = {}) {
   const server = await startServer({ executor, ...extra })
   t.teardown(() => server.close())
   return server.endpoint
 }
-type Tap = Parameters<Parameters<typeof t.test>[1]>[0]
 
 t.test('the context carries message, ids, service parameters and a signal', async t => {
   let seen: ExecutionContext | undefined

@@ -40,5 +40,5 @@ t.test('getTask and cancelTask', async t => {
 })
 
 t.test('an error reaches the SDK with its A2A reason', async t => {
-  await t.rejects(client.getTask({ id: 'no-such-task' } as any), { reason: 'TASK_NOT_FOUND' })
+  await t.rejects(client.getTask({ id: 'no-such-task' } as any), { reason: 'TASK_NOT_FOUND' } as unknown as Error)
 })

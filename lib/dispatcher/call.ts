@@ -41,11 +41,21 @@ export const methods: ReadonlyMap<string, MethodSpec> = new Map([
 
 const SUPPORTED_VERSION = /^1\.0(\.\d+)?$/
 
+/** Runs around every call on every binding (and every frame of a WebSocket). */
+export interface CallInterceptor {
+  /**
+   * Runs after the params are validated and before the handler. Throw an A2A error to
+   * refuse the call (e.g. UnauthenticatedError); set `context.identity` to enrich it.
+   */
+  before? (context: CallContext, params: unknown): void | Promise<void>
+}
+
 export interface CallRunnerOptions {
   handler: RequestHandler
   capabilities: AgentCapabilities
   /** Treat a request without A2A-Version as 1.0 instead of 0.3. */
   allowMissingVersion: boolean
+  interceptors: readonly CallInterceptor[]
 }
 
 export type CallResult = { kind: 'unary', value: unknown } | { kind: 'stream', events: AsyncIterableIterator<StreamResponse> }
@@ -74,6 +84,7 @@ export class CallRunner {
     context.extensions = this.#activate(context.extensions)
     const tenant = (checked.value as { tenant?: unknown }).tenant
     if (context.tenant === '' && typeof tenant === 'string') context.tenant = tenant
+    for (const interceptor of this.#options.interceptors) await interceptor.before?.(context, checked.value)
     const value = await spec.invoke(this.#options.handler, checked.value, context)
     return spec.kind === 'stream'
       ? { kind: 'stream', events: value as AsyncIterableIterator<StreamResponse> }

@@ -1,6 +1,6 @@
 // The JSON-RPC binding (spec §9): POST at the plugin's root path, one JSON-RPC request
 // per body, SSE for the two streaming methods.
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { InvalidAgentResponseError, toA2AError, type A2AError } from '../errors/index.js'
 import type { CallContext } from '../handler/executor.js'
 import { requestedExtensions, requestedVersion, serviceParamsFromHeaders } from '../service-params.js'
@@ -15,9 +15,9 @@ export interface JsonRpcDispatcherOptions {
   bodyLimit: number
 }
 
-/** Logs what the client is not shown: the cause of an internal error. */
-export function logInternal (request: FastifyRequest, error: A2AError): void {
-  if (error.row.httpStatus >= 500) request.log.error({ err: error.cause ?? error }, 'A2A call failed')
+/** Logs what the client is not shown: the cause of an internal error (a request's or the instance's logger). */
+export function logInternal (source: { log: FastifyBaseLogger }, error: A2AError): void {
+  if (error.row.httpStatus >= 500) source.log.error({ err: error.cause ?? error }, 'A2A call failed')
 }
 
 function sendError (request: FastifyRequest, reply: FastifyReply, id: JsonRpcId, error: A2AError, status = 200): FastifyReply {
@@ -39,7 +39,7 @@ export async function jsonRpcDispatcher (fastify: FastifyInstance, options: Json
 
   fastify.post('/', async (request, reply) => {
     const envelope = parseEnvelope(typeof request.body === 'string' ? request.body : '')
-    if (!envelope.ok) return sendError(request, reply, envelope.id, envelope.error)
+    if (!envelope.ok) return envelope.notification ? reply.code(204).send() : sendError(request, reply, envelope.id, envelope.error)
     const { id, method, params } = envelope.request
     const notification = !Object.hasOwn(envelope.request, 'id')
     const replyId: JsonRpcId = id ?? null

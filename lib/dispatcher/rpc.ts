@@ -17,7 +17,8 @@ export interface JsonRpcRequest {
 
 export type Envelope =
   | { ok: true, request: JsonRpcRequest }
-  | { ok: false, id: JsonRpcId, error: A2AError }
+  /** `notification`: a well-formed request without an id, which gets no answer even when it fails. */
+  | { ok: false, id: JsonRpcId, error: A2AError, notification: boolean }
 
 const isValidId = (id: unknown): id is JsonRpcId => id === null || typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id))
 
@@ -27,26 +28,27 @@ export function parseEnvelope (text: string): Envelope {
   try {
     value = JSON.parse(text)
   } catch {
-    return { ok: false, id: null, error: new JsonParseError() }
+    return { ok: false, id: null, error: new JsonParseError(), notification: false }
   }
   return readEnvelope(value)
 }
 
 /** Checks the envelope (spec §9, JSON-RPC 2.0 §4) and looks the method up. */
 export function readEnvelope (value: unknown): Envelope {
-  if (Array.isArray(value)) return { ok: false, id: null, error: new InvalidRequestError('batch requests are not supported') }
-  if (value === null || typeof value !== 'object') return { ok: false, id: null, error: new InvalidRequestError('a request must be a JSON object') }
+  const invalid = (id: JsonRpcId, reason: string): Envelope => ({ ok: false, id, error: new InvalidRequestError(reason), notification: false })
+  if (Array.isArray(value)) return invalid(null, 'batch requests are not supported')
+  if (value === null || typeof value !== 'object') return invalid(null, 'a request must be a JSON object')
   const message = value as Record<string, unknown>
   const hasId = Object.hasOwn(message, 'id')
-  if (hasId && !isValidId(message.id)) return { ok: false, id: null, error: new InvalidRequestError('id must be a string, a number or null') }
+  if (hasId && !isValidId(message.id)) return invalid(null, 'id must be a string, a number or null')
   const id = hasId ? message.id as JsonRpcId : null
-  if (message.jsonrpc !== '2.0') return { ok: false, id, error: new InvalidRequestError('jsonrpc must be "2.0"') }
-  if (typeof message.method !== 'string') return { ok: false, id, error: new InvalidRequestError('method must be a string') }
+  if (message.jsonrpc !== '2.0') return invalid(id, 'jsonrpc must be "2.0"')
+  if (typeof message.method !== 'string') return invalid(id, 'method must be a string')
   const spec = methods.get(message.method)
-  if (spec === undefined) return { ok: false, id, error: new MethodNotFoundError(message.method) }
+  if (spec === undefined) return { ok: false, id, error: new MethodNotFoundError(message.method), notification: !hasId }
   const params = message.params
   if (params !== undefined && (params === null || typeof params !== 'object' || Array.isArray(params))) {
-    return { ok: false, id, error: new InvalidParamsError('params must be an object') }
+    return { ok: false, id, error: new InvalidParamsError('params must be an object'), notification: !hasId }
   }
   const request: JsonRpcRequest = { method: spec, params }
   if (hasId) request.id = id

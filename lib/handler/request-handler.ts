@@ -51,6 +51,8 @@ export interface RequestHandlerOptions {
    * Not called for a direct message reply, which belongs to no task.
    */
   onTaskEvent?: (event: StreamResponse, task: TaskRef) => void
+  /** Checks a push config before it is stored; throws (InvalidParams) to refuse it. The SSRF guard hooks in here. */
+  checkPushConfig?: (config: StoredPushConfig) => Promise<void>
   logger: Logger
 }
 
@@ -254,6 +256,7 @@ export class RequestHandler {
     this.#requirePush()
     const task = await this.#loadTask(params.taskId, context)
     const config = this.#pushConfig(params, task.id)
+    await this.#options.checkPushConfig?.(config)
     await this.#options.pushConfigStore.set(config, this.#scope(context))
     return config
   }
@@ -312,9 +315,11 @@ export class RequestHandler {
     const taskId = existing?.id ?? randomUUID()
     const contextId = existing?.contextId ?? (message.contextId !== undefined && message.contextId !== '' ? message.contextId : randomUUID())
     const userMessage: Message = { ...message, taskId, contextId }
+    const inlineConfig = inlinePush === undefined ? undefined : this.#pushConfig(inlinePush, taskId)
+    if (inlineConfig !== undefined) await this.#options.checkPushConfig?.(inlineConfig)
     const run = this.#runFor(scope, existing ?? { id: taskId, contextId })
     const execution = this.#newExecution(run, userMessage)
-    if (inlinePush !== undefined) execution.pushConfig = this.#pushConfig(inlinePush, taskId)
+    if (inlineConfig !== undefined) execution.pushConfig = inlineConfig
     // Registered before anything awaits, so the run is not dropped and a cancel finds it.
     run.executions.add(execution)
 

@@ -44,6 +44,18 @@ export interface TaskStore {
   update (id: string, change: TaskChange, scope: Scope): Promise<void>
   /** Tasks newest status first, paged by an opaque cursor. Throws InvalidParams for a bad token. */
   list (query: ListTasksQuery, scope: Scope): Promise<ListTasksPage>
+  /**
+   * Durable stores only: every task, in every tenant, in SUBMITTED or WORKING. Called once at
+   * start-up, before any executor runs, so these were left running by a process that died.
+   */
+  listUnfinished? (): Promise<UnfinishedTask[]>
+}
+
+/** A task found by `listUnfinished`. */
+export interface UnfinishedTask {
+  taskId: string
+  contextId: string
+  scope: Scope
 }
 
 /** A push config as stored: its id and owning task always set. */

@@ -1,0 +1,43 @@
+// Query parameters of the HTTP+JSON binding (spec §11.5): the fields of a request that
+// has no body, read by the request's schema. Numbers and booleans are decoded from their
+// literals, repeated fields may be repeated or comma-separated; any other string is passed
+// on as it is, so that the method's compiled validator rejects a bad value under the
+// parameter's name exactly as it would in a JSON body.
+import Type, { type TObject, type TSchema } from 'typebox'
+import { invalidParams } from '../errors/index.js'
+import type { FieldViolation } from '../schema/validate.js'
+
+/** The query string as Fastify parses it: a repeated name gives an array. */
+export type Query = Record<string, string | string[] | undefined>
+
+export type QueryDecoder = (query: Query) => Record<string, unknown>
+
+const DECIMAL = /^-?\d+(\.\d+)?$/
+
+function scalar (schema: TSchema, text: string): unknown {
+  if ((Type.IsInteger(schema) || Type.IsNumber(schema)) && DECIMAL.test(text)) return Number(text)
+  if (Type.IsBoolean(schema) && (text === 'true' || text === 'false')) return text === 'true'
+  return text
+}
+
+/** Names the schema does not know are ignored, as unknown fields are (spec §5.7). */
+export function queryDecoder (schema: TObject): QueryDecoder {
+  const fields = Object.entries(schema.properties as Record<string, TSchema>)
+  return (query) => {
+    const params: Record<string, unknown> = {}
+    const violations: FieldViolation[] = []
+    for (const [name, field] of fields) {
+      const raw = query[name]
+      if (raw === undefined) continue
+      if (Type.IsArray(field)) {
+        params[name] = [raw].flat().flatMap(value => value.split(',')).map(item => scalar(field.items, item))
+      } else if (Array.isArray(raw)) {
+        violations.push({ field: name, description: 'must not be repeated' })
+      } else {
+        params[name] = scalar(field, raw)
+      }
+    }
+    if (violations.length > 0) throw invalidParams(violations)
+    return params
+  }
+}

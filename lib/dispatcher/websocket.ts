@@ -1,0 +1,133 @@
+// The WebSocket binding on @fastify/websocket (seed 000): the upgrade route at the
+// plugin's root path, the handshake checks (Origin, connections, A2A-Version), the
+// connection-scoped service parameters, and the thin adapter from a `ws` socket to the
+// connection logic in websocket-connection.ts.
+import { randomUUID } from 'node:crypto'
+import type { Server } from 'node:http'
+import type { Socket } from 'node:net'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { WebSocket } from 'ws'
+import type {} from '@fastify/websocket'
+import {
+  OriginNotAllowedError, UnavailableError, VersionNotSupportedError, toRestError, type A2AError
+} from '../errors/index.js'
+import { requestedExtensions, requestedVersion, serviceParamsFromHeaders } from '../service-params.js'
+import type { ConnectionInfo, WebSocketLike, WebSocketServer } from './websocket-connection.js'
+
+export { WEBSOCKET_BINDING_URI } from './websocket-connection.js'
+
+/** This binding has no resumption, and the upgrade's headers reach every call (seed 000 §2). */
+const DROPPED_HEADERS = new Set(['last-event-id'])
+const SUPPORTED_VERSION = /^1\.0(\.\d+)?$/
+
+export interface WebSocketDispatcherOptions {
+  server: WebSocketServer
+  /** Origins a browser may connect from, compared whole ignoring ASCII case; undefined = any. */
+  allowedOrigins?: readonly string[]
+  /** Refuse an upgrade that has no Origin. */
+  requireOrigin: boolean
+  /** WebSocket connections held at once; undefined = no cap. */
+  maxConnections?: number
+  allowMissingVersion: boolean
+}
+
+function refuse (reply: FastifyReply, error: A2AError): FastifyReply {
+  return reply.code(error.row.httpStatus).type('application/a2a+json').send(JSON.stringify(toRestError(error)))
+}
+
+function adapt (socket: WebSocket): WebSocketLike {
+  return {
+    get bufferedAmount () { return socket.bufferedAmount },
+    get isOpen () { return socket.readyState === socket.OPEN },
+    send: (frame) => socket.send(frame),
+    close: (code, reason) => socket.close(code, reason),
+    ping: () => socket.ping()
+  }
+}
+
+export async function webSocketDispatcher (fastify: FastifyInstance, options: WebSocketDispatcherOptions): Promise<void> {
+  const allowed = options.allowedOrigins === undefined ? undefined : new Set(options.allowedOrigins.map(origin => origin.toLowerCase()))
+  const handshakes = new WeakMap<FastifyRequest, ConnectionInfo>()
+  let reserved = 0
+
+  /** The handshake checks run as a route hook, before the upgrade: a refusal is an HTTP status with the REST error body. */
+  async function checkUpgrade (request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    if (!request.ws) return
+    const origin = request.headers.origin
+    if (origin === undefined ? options.requireOrigin : (allowed !== undefined && !allowed.has(origin.toLowerCase()))) {
+      await refuse(reply, new OriginNotAllowedError(origin ?? '(none)'))
+      return
+    }
+    if (options.maxConnections !== undefined && reserved >= options.maxConnections) {
+      await refuse(reply, new UnavailableError(`${options.maxConnections} WebSocket connections are open`))
+      return
+    }
+    const serviceParams = serviceParamsFromHeaders(request.raw.rawHeaders, DROPPED_HEADERS)
+    const version = requestedVersion(serviceParams, request.query)
+    if (version === undefined ? !options.allowMissingVersion : !SUPPORTED_VERSION.test(version)) {
+      const requested = version ?? '0.3'
+      await refuse(reply, new VersionNotSupportedError(version ?? '0.3 (no A2A-Version was sent)')
+        .with({ metadata: { requestedVersion: requested, supportedVersions: '1.0' } }))
+      return
+    }
+    // A browser can only send the version in the query string: it is a parameter all the same.
+    if (version !== undefined) serviceParams['a2a-version'] = version
+    serviceParams[':path'] = request.url.split('?')[0] as string
+    serviceParams[':connection-id'] = randomUUID()
+    handshakes.set(request, { serviceParams: Object.freeze(serviceParams), version, extensions: requestedExtensions(serviceParams) })
+    // The slot is held from the handshake until the TCP connection closes.
+    reserved++
+    request.raw.socket.once('close', () => { reserved-- })
+  }
+
+  fastify.get('/', { websocket: true, onRequest: checkUpgrade }, (socket: WebSocket, request: FastifyRequest) => {
+    const info = handshakes.get(request) as ConnectionInfo
+    const connection = options.server.opened(adapt(socket), info)
+    // Listeners are attached at once so no frame that arrives with the upgrade is lost.
+    socket.on('message', (data, isBinary) => connection.message(data as Buffer, isBinary))
+    socket.on('pong', () => connection.alive())
+    socket.on('close', () => connection.closed())
+  })
+}
+
+/**
+ * While the server shuts down @fastify/websocket no longer routes upgrades, and Node
+ * leaves an upgrade without a listener hanging: answer each with 503 and the REST body.
+ */
+export function refuseUpgrades (server: Server): void {
+  const body = JSON.stringify(toRestError(new UnavailableError('the server is shutting down')))
+  server.on('upgrade', (_request, socket: Socket) => {
+    socket.end(`HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/a2a+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`)
+  })
+}
+
+/**
+ * Disconnects a peer that opens a connection and does not complete a request (or an
+ * upgrade) within `timeoutMs`. It applies to every connection of the server until its
+ * first request, since nothing tells an upgrade from a plain request before its headers.
+ */
+export function guardHandshakes (server: Server, timeoutMs: number): () => void {
+  const pending = new WeakMap<Socket, NodeJS.Timeout>()
+  // A TLS server's requests arrive on the TLS socket, which `secureConnection` gives.
+  const event = 'setSecureContext' in server ? 'secureConnection' : 'connection'
+  const onConnection = (socket: Socket) => {
+    const timer = setTimeout(() => socket.destroy(), timeoutMs)
+    timer.unref()
+    pending.set(socket, timer)
+    socket.once('close', () => clearTimeout(timer))
+  }
+  const settled = (socket: Socket) => {
+    clearTimeout(pending.get(socket))
+    pending.delete(socket)
+  }
+  const onRequest = (request: { socket: Socket }) => settled(request.socket)
+  const onUpgrade = (_request: unknown, socket: Socket) => settled(socket)
+  server.on(event, onConnection)
+  server.on('request', onRequest)
+  server.prependListener('upgrade', onUpgrade)
+  return () => {
+    server.off(event, onConnection)
+    server.off('request', onRequest)
+    server.off('upgrade', onUpgrade)
+  }
+}

@@ -1,0 +1,74 @@
+// PostgreSQL for tests: the local server (127.0.0.1:5432, trust auth, database `test`),
+// and fresh schemas dropped at teardown. Without a reachable server the tests skip,
+// except under CI, where that is a failure.
+import { randomBytes } from 'node:crypto'
+import pg from 'pg'
+import type { Test } from 'tap'
+
+const CANDIDATES = [
+  process.env.A2A_TEST_POSTGRES,
+  'postgres://postgres@127.0.0.1:5432/test',
+  'postgres://root@127.0.0.1:5432/test'
+].filter((url): url is string => url !== undefined && url !== '')
+
+const inCi = process.env.CI !== undefined && process.env.CI !== ''
+/** Under CI the server may still be starting: keep trying this long. */
+const CI_WAIT = 20_000
+
+let found: Promise<string | undefined> | undefined
+
+async function firstAnswering (): Promise<string | undefined> {
+  for (const connectionString of CANDIDATES) {
+    const client = new pg.Client({ connectionString, connectionTimeoutMillis: 2000 })
+    try {
+      await client.connect()
+      await client.query('SELECT 1')
+      return connectionString
+    } catch {
+    } finally {
+      await client.end().catch(() => {})
+    }
+  }
+  return undefined
+}
+
+/** The first connection string that answers, or undefined. */
+export function postgresUrl (): Promise<string | undefined> {
+  found ??= (async () => {
+    const deadline = Date.now() + (inCi ? CI_WAIT : 0)
+    for (;;) {
+      const url = await firstAnswering()
+      if (url !== undefined || Date.now() >= deadline) return url
+      await new Promise(resolve => setTimeout(resolve, 500))
+    }
+  })()
+  return found
+}
+
+/**
+ * The connection string, or undefined after marking `t` skipped (failed under CI, where
+ * the server gets some time to come up) because no PostgreSQL answered.
+ */
+export async function requirePostgres (t: Test): Promise<string | undefined> {
+  const url = await postgresUrl()
+  if (url !== undefined) return url
+  const reason = `no PostgreSQL reachable at 127.0.0.1:5432 (tried ${CANDIDATES.join(', ')})`
+  if (inCi) t.fail(`${reason}; CI must run the PostgreSQL tests`)
+  else t.plan(0, `skipped: ${reason}`)
+  return undefined
+}
+
+/** A schema name no other test file uses; the caller drops it with `dropSchemas`. */
+export function uniqueSchema (label: string): string {
+  return `a2a_test_${label}_${process.pid}_${randomBytes(4).toString('hex')}`
+}
+
+export async function dropSchemas (url: string, schemas: string[]): Promise<void> {
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  try {
+    for (const schema of schemas) await client.query(`DROP SCHEMA IF EXISTS ${pg.escapeIdentifier(schema)} CASCADE`)
+  } finally {
+    await client.end()
+  }
+}

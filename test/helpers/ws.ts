@@ -1,0 +1,199 @@
+// A small WebSocket test client over the `ws` package: frames queued as they arrive,
+// helpers for one request and for a whole stream, and refused upgrades read in full.
+import { connect as netConnect, type Socket } from 'node:net'
+import WebSocket from 'ws'
+
+export interface WsClient {
+  socket: WebSocket
+  /** The next frame, parsed (waits for it). */
+  next (ms?: number): Promise<any>
+  /** Resolves with the frames received within `ms` (for asserting that none came). */
+  quiet (ms: number): Promise<any[]>
+  send (message: unknown): void
+  /** Sends a request and returns the first frame with its id. */
+  request (method: string, params: unknown, id?: string | number): Promise<any>
+  /** Sends a streaming request and returns every frame of its id up to the end marker or an error. */
+  stream (method: string, params: unknown, id?: string | number): Promise<any[]>
+  closed: Promise<{ code: number, reason: string }>
+  close (): void
+}
+
+let counter = 0
+
+export function wsUrl (origin: string, path = '/', query = '?A2A-Version=1.0'): string {
+  return origin.replace(/^http/, 'ws') + path + query
+}
+
+export async function connect (url: string, options: WebSocket.ClientOptions = {}): Promise<WsClient> {
+  const socket = new WebSocket(url, options)
+  const frames: any[] = []
+  const waiting: Array<(frame: any) => void> = []
+  const byId = new Map<unknown, Array<(frame: any) => void>>()
+  socket.on('message', (data) => {
+    const frame = JSON.parse(data.toString())
+    const listeners = byId.get(frame.id)
+    if (listeners !== undefined && listeners.length > 0) {
+      for (const listener of listeners.slice()) listener(frame)
+      return
+    }
+    const waiter = waiting.shift()
+    if (waiter !== undefined) waiter(frame)
+    else frames.push(frame)
+  })
+  const closed = new Promise<{ code: number, reason: string }>(resolve => socket.on('close', (code, reason) => resolve({ code, reason: reason.toString() })))
+  await new Promise<void>((resolve, reject) => {
+    socket.once('open', () => resolve())
+    socket.once('error', reject)
+  })
+
+  const client: WsClient = {
+    socket,
+    closed,
+    next (ms = 5000) {
+      const frame = frames.shift()
+      if (frame !== undefined) return Promise.resolve(frame)
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error('no frame arrived')), ms)
+        waiting.push((received) => { clearTimeout(timer); resolve(received) })
+      })
+    },
+    async quiet (ms) {
+      await new Promise(resolve => setTimeout(resolve, ms))
+      return frames.splice(0)
+    },
+    send (message) {
+      socket.send(typeof message === 'string' ? message : JSON.stringify(message))
+    },
+    request (method, params, id = `r${++counter}`) {
+      return new Promise((resolve) => {
+        const listener = (frame: any) => {
+          byId.delete(id)
+          resolve(frame)
+        }
+        byId.set(id, [listener])
+        client.send({ jsonrpc: '2.0', id, method, params })
+      })
+    },
+    stream (method, params, id = `s${++counter}`) {
+      return new Promise((resolve) => {
+        const collected: any[] = []
+        byId.set(id, [(frame: any) => {
+          collected.push(frame)
+          if (frame.error !== undefined || frame.result?.status === 'stream_complete') {
+            byId.delete(id)
+            resolve(collected)
+          }
+        }])
+        client.send({ jsonrpc: '2.0', id, method, params })
+      })
+    },
+    close () {
+      socket.close()
+    }
+  }
+  return client
+}
+
+/** An upgrade the server refuses: its HTTP status, headers and parsed body. */
+export function refusedUpgrade (url: string, options: WebSocket.ClientOptions = {}): Promise<{ status: number, headers: Record<string, unknown>, body: any }> {
+  return new Promise((resolve, reject) => {
+    const socket = new WebSocket(url, options)
+    socket.on('open', () => reject(new Error('the upgrade was accepted')))
+    socket.on('error', () => {})
+    socket.on('unexpected-response', (request, response) => {
+      let text = ''
+      response.setEncoding('utf8')
+      response.on('data', (chunk: string) => { text += chunk })
+      response.on('end', () => {
+        request.destroy()
+        resolve({ status: response.statusCode ?? 0, headers: response.headers, body: text === '' ? undefined : JSON.parse(text) })
+      })
+    })
+  })
+}
+
+/**
+ * Writes an upgrade request by hand on a raw TCP socket (for header lines a client
+ * library would normalise), and resolves once the response head arrives, with the
+ * socket. Header lines are written byte for byte (latin1): pass UTF-8 bytes as such.
+ */
+export function rawUpgrade (origin: string, headerLines: string[], path = '/'): Promise<{ socket: Socket, response: string, rest: Buffer }> {
+  const { hostname, port } = new URL(origin)
+  return new Promise((resolve, reject) => {
+    const socket = netConnect(Number(port), hostname)
+    let buffer = Buffer.alloc(0)
+    socket.on('error', reject)
+    socket.on('data', function onData (chunk) {
+      buffer = Buffer.concat([buffer, chunk])
+      const end = buffer.indexOf('\r\n\r\n')
+      if (end === -1) return
+      socket.off('data', onData)
+      resolve({ socket, response: buffer.subarray(0, end).toString('latin1'), rest: buffer.subarray(end + 4) })
+    })
+    socket.write([
+      `GET ${path} HTTP/1.1`,
+      `Host: ${hostname}:${port}`,
+      'Upgrade: websocket',
+      'Connection: Upgrade',
+      'Sec-WebSocket-Version: 13',
+      'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==',
+      ...headerLines,
+      '', ''
+    ].join('\r\n'), 'latin1')
+  })
+}
+
+/** One masked client text frame (RFC 6455 §5.2), for writing several in one TCP write. */
+export function clientFrame (text: string, opcode = 0x1): Buffer {
+  const payload = Buffer.from(text)
+  const mask = Buffer.from([1, 2, 3, 4])
+  let header: Buffer
+  if (payload.length < 126) header = Buffer.from([0x80 | opcode, 0x80 | payload.length])
+  else if (payload.length < 65536) {
+    header = Buffer.alloc(4)
+    header[0] = 0x80 | opcode
+    header[1] = 0x80 | 126
+    header.writeUInt16BE(payload.length, 2)
+  } else {
+    header = Buffer.alloc(10)
+    header[0] = 0x80 | opcode
+    header[1] = 0x80 | 127
+    header.writeBigUInt64BE(BigInt(payload.length), 2)
+  }
+  const masked = Buffer.from(payload.map((byte, i) => byte ^ (mask[i % 4] as number)))
+  return Buffer.concat([header, mask, masked])
+}
+
+/** Reads server frames (unmasked text frames) from a raw socket. */
+export function frameReader (socket: Socket, initial: Buffer = Buffer.alloc(0)) {
+  let buffer = initial
+  const frames: Array<{ opcode: number, payload: Buffer }> = []
+  const waiting: Array<() => void> = []
+  const parse = () => {
+    for (;;) {
+      if (buffer.length < 2) return
+      const opcode = (buffer[0] as number) & 0x0f
+      let length = (buffer[1] as number) & 0x7f
+      let offset = 2
+      if (length === 126) { if (buffer.length < 4) return; length = buffer.readUInt16BE(2); offset = 4 }
+      else if (length === 127) { if (buffer.length < 10) return; length = Number(buffer.readBigUInt64BE(2)); offset = 10 }
+      if (buffer.length < offset + length) return
+      frames.push({ opcode, payload: buffer.subarray(offset, offset + length) })
+      buffer = buffer.subarray(offset + length)
+      waiting.splice(0).forEach(wake => wake())
+    }
+  }
+  socket.on('data', (chunk) => { buffer = Buffer.concat([buffer, chunk]); parse() })
+  parse()
+  return {
+    frames,
+    async next (ms = 5000): Promise<{ opcode: number, payload: Buffer }> {
+      const deadline = Date.now() + ms
+      while (frames.length === 0) {
+        if (Date.now() > deadline) throw new Error('no frame arrived')
+        await new Promise<void>(resolve => { waiting.push(resolve); setTimeout(resolve, 50) })
+      }
+      return frames.shift() as { opcode: number, payload: Buffer }
+    }
+  }
+}

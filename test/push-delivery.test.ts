@@ -1,0 +1,219 @@
+// Push-notification delivery (spec §11) to real webhook receivers on 127.0.0.1
+// (allow-listed): bodies, headers, per-config order, retries and backoff, what is not
+// retried, timeouts, deletion, the queue bound, the metrics callback, secrets kept out
+// of logs, shutdown.
+import { Writable } from 'node:stream'
+import Fastify from 'fastify'
+import t, { type Test } from 'tap'
+import { conformanceAgent, conformanceCard } from '../examples/agent.js'
+import { a2aWebSocket, type PushDeliveryReport, type PushSender } from '../lib/index.js'
+import { eventually, result, startServer, stream, userMessage, type TestServer } from './helpers/server.js'
+import { startReceiver, type Answer } from './helpers/webhook.js'
+
+async function setup (t: Test, answer?: Answer, push: Record<string, unknown> = {}) {
+  const receiver = await startReceiver(answer)
+  const reports: PushDeliveryReport[] = []
+  const server: TestServer = await startServer({
+    push: { allow: ['127.0.0.1'], retryDelay: 1, onDelivery: report => reports.push(report), ...push }
+  })
+  t.teardown(async () => {
+    await server.close()
+    await receiver.close()
+  })
+  const sender = server.fastify.a2a.push as PushSender
+  return { receiver, reports, server, url: server.endpoint, sender }
+}
+
+t.test('every event of a streamed task is POSTed as the bare StreamResponse, in order, with the headers', async t => {
+  const { receiver, url, sender, reports } = await setup(t)
+  const hook = `${receiver.origin}/hook`
+  const { events } = await stream(url, 'SendStreamingMessage', {
+    message: userMessage('stream 3'),
+    configuration: { taskPushNotificationConfig: { url: hook, token: 'tok-1', authentication: { scheme: 'Bearer', credentials: 'cred-1' } } }
+  })
+  await sender.idle()
+  const streamed = events.map(e => e.data.result)
+  t.equal(streamed.length, 6)
+  t.same(receiver.bodies('/hook'), streamed, 'the webhook got exactly the stream: same events, same order, no envelope')
+  for (const { headers } of receiver.received) {
+    t.equal(headers['content-type'], 'application/a2a+json')
+    t.equal(headers.authorization, 'Bearer cred-1')
+    t.equal(headers['x-a2a-notification-token'], 'tok-1')
+  }
+  const taskId = streamed[0].task.id
+  const [config] = (await result(url, 'ListTaskPushNotificationConfigs', { taskId })).configs
+  t.same(reports.map(r => r.event), ['task', 'statusUpdate', 'artifactUpdate', 'artifactUpdate', 'artifactUpdate', 'statusUpdate'])
+  t.same(reports[0], { outcome: 'delivered', taskId, configId: config.id, tenant: '', event: 'task', attempts: 1, status: 200 })
+  t.same(sender.stats, { delivered: 6, failed: 0, refused: 0, dropped: 0 })
+})
+
+t.test('a config without token or authentication sends neither header', async t => {
+  const { receiver, url, sender } = await setup(t)
+  await result(url, 'SendMessage', { message: userMessage('hello'), configuration: { taskPushNotificationConfig: { url: `${receiver.origin}/plain` } } })
+  await sender.idle()
+  t.equal(receiver.received.length, 4, 'task, working, artifact, completed')
+  for (const { headers } of receiver.received) {
+    t.equal(headers.authorization, undefined)
+    t.equal(headers['x-a2a-notification-token'], undefined)
+  }
+})
+
+t.test('configs created later receive what follows; each config its own ordered copy; a deleted one nothing more', async t => {
+  const { receiver, url, sender } = await setup(t)
+  const task = (await result(url, 'SendMessage', { message: userMessage('input') })).task
+  t.equal(task.status.state, 'TASK_STATE_INPUT_REQUIRED')
+  for (const id of ['a', 'b', 'gone']) {
+    await result(url, 'CreateTaskPushNotificationConfig', { taskId: task.id, id, url: `${receiver.origin}/${id}` })
+  }
+  await result(url, 'DeleteTaskPushNotificationConfig', { taskId: task.id, id: 'gone' })
+  const done = (await result(url, 'SendMessage', { message: userMessage('the answer', { taskId: task.id }) })).task
+  t.equal(done.status.state, 'TASK_STATE_COMPLETED')
+  await sender.idle()
+  const expected = [
+    { artifactUpdate: { taskId: task.id, contextId: task.contextId, artifact: { artifactId: 'echo', parts: [{ text: 'the answer' }] } } },
+    { statusUpdate: { taskId: task.id, contextId: task.contextId, status: done.status } }
+  ]
+  t.same(receiver.bodies('/a'), expected)
+  t.same(receiver.bodies('/b'), expected)
+  t.same(receiver.bodies('/gone'), [], 'nothing after deletion')
+})
+
+t.test('deleting a config stops the deliveries already queued for it', async t => {
+  let release!: () => void
+  const held = new Promise<number>(resolve => { release = () => resolve(200) })
+  const { receiver, url, sender, reports } = await setup(t, () => held)
+  const task = (await result(url, 'SendMessage', { message: userMessage('input') })).task
+  await result(url, 'CreateTaskPushNotificationConfig', { taskId: task.id, id: 'c', url: `${receiver.origin}/c` })
+  await result(url, 'SendMessage', { message: userMessage('stream 3', { taskId: task.id }) })
+  await eventually(() => receiver.received.length === 1)
+  await result(url, 'DeleteTaskPushNotificationConfig', { taskId: task.id, id: 'c' })
+  release()
+  await sender.idle()
+  t.equal(receiver.received.length, 1, 'only the delivery already in flight reached the webhook')
+  t.same(reports.map(r => r.outcome), ['delivered'], 'the queued events were discarded, not attempted')
+})
+
+t.test('a receiver that fails twice then succeeds gets the same body three times, and order holds', async t => {
+  const { receiver, url, sender, reports } = await setup(t, (path, n) => path === '/flaky' && n <= 2 ? 503 : 200)
+  await result(url, 'SendMessage', { message: userMessage('hello'), configuration: { taskPushNotificationConfig: { url: `${receiver.origin}/flaky` } } })
+  await sender.idle()
+  const bodies = receiver.bodies('/flaky')
+  t.equal(bodies.length, 6, 'three tries of the first event, then the three others once')
+  t.same(bodies[0], bodies[1])
+  t.same(bodies[1], bodies[2])
+  t.same(bodies.slice(2).map(body => Object.keys(body)[0]), ['task', 'statusUpdate', 'artifactUpdate', 'statusUpdate'])
+  t.same(reports.map(r => [r.outcome, r.attempts, r.status]), [['delivered', 3, 200], ['delivered', 1, 200], ['delivered', 1, 200], ['delivered', 1, 200]])
+})
+
+t.test('408 and 429 are retried; another 4xx is not, and the queue moves on', async t => {
+  const statuses: Record<string, number[]> = { '/busy': [429, 408, 200], '/bad': [400, 200, 200, 200, 200] }
+  const { receiver, url, sender, reports } = await setup(t, (path, n) => statuses[path]?.[n - 1] ?? 200)
+  const busy = (await result(url, 'SendMessage', { message: userMessage('hello'), configuration: { taskPushNotificationConfig: { id: 'busy', url: `${receiver.origin}/busy` } } })).task
+  await result(url, 'SendMessage', { message: userMessage('hello'), configuration: { taskPushNotificationConfig: { id: 'bad', url: `${receiver.origin}/bad` } } })
+  await sender.idle()
+  t.equal(receiver.bodies('/busy').length, 6, 'the first event three times, the others once')
+  const bad = receiver.bodies('/bad')
+  t.equal(bad.length, 4, 'the 400 was not retried')
+  t.same(bad.map(body => Object.keys(body)[0]), ['task', 'statusUpdate', 'artifactUpdate', 'statusUpdate'])
+  t.same(reports.filter(r => r.configId === 'bad').map(r => [r.outcome, r.attempts, r.status ?? null, r.reason ?? null]), [
+    ['failed', 1, 400, 'HTTP 400'], ['delivered', 1, 200, null], ['delivered', 1, 200, null], ['delivered', 1, 200, null]
+  ])
+  t.same(reports.find(r => r.configId === 'busy'), { outcome: 'delivered', taskId: busy.id, configId: 'busy', tenant: '', event: 'task', attempts: 3, status: 200 })
+})
+
+t.test('attempts are bounded: a webhook that always fails is given up after maxAttempts', async t => {
+  const { receiver, url, sender, reports } = await setup(t, () => 500, { maxAttempts: 3 })
+  await result(url, 'SendMessage', { message: userMessage('fail'), configuration: { taskPushNotificationConfig: { url: `${receiver.origin}/down` } } })
+  await sender.idle()
+  t.equal(receiver.received.length, 6, 'two events, three attempts each')
+  t.same(reports.map(r => [r.outcome, r.attempts, r.status]), [['failed', 3, 500], ['failed', 3, 500]])
+  t.same(sender.stats, { delivered: 0, failed: 2, refused: 0, dropped: 0 })
+})
+
+t.test('an attempt that gets no answer times out and is retried', async t => {
+  const never = new Promise<number>(() => {})
+  const { receiver, url, sender, reports } = await setup(t, (_path, n) => n === 1 ? never : 200, { timeout: 200 })
+  await result(url, 'SendMessage', { message: userMessage('fail'), configuration: { taskPushNotificationConfig: { url: `${receiver.origin}/slow` } } })
+  await sender.idle()
+  t.equal(receiver.bodies('/slow').length, 3)
+  t.same(reports.map(r => [r.outcome, r.attempts]), [['delivered', 2], ['delivered', 1]])
+})
+
+t.test('past maxQueued, deliveries are dropped and counted; the queued ones still arrive', async t => {
+  let release!: () => void
+  const held = new Promise<number>(resolve => { release = () => resolve(200) })
+  const { receiver, url, sender, reports } = await setup(t, () => held, { maxQueued: 2 })
+  await result(url, 'SendMessage', { message: userMessage('stream 3'), configuration: { taskPushNotificationConfig: { url: `${receiver.origin}/held` } } })
+  await eventually(() => sender.stats.dropped === 4)
+  release()
+  await sender.idle()
+  const bodies = receiver.bodies('/held')
+  t.same(bodies.map(body => Object.keys(body)[0]), ['task', 'statusUpdate'], 'the first two events, in order')
+  t.same(reports.map(r => [r.event, r.outcome]), [
+    ['artifactUpdate', 'dropped'], ['artifactUpdate', 'dropped'], ['artifactUpdate', 'dropped'], ['statusUpdate', 'dropped'],
+    ['task', 'delivered'], ['statusUpdate', 'delivered']
+  ])
+  t.equal(reports[0]?.reason, 'queue full')
+  t.same(sender.stats, { delivered: 2, failed: 0, refused: 0, dropped: 4 })
+})
+
+t.test('the event stream never waits for a webhook', async t => {
+  let release!: () => void
+  const held = new Promise<number>(resolve => { release = () => resolve(200) })
+  const { receiver, url, sender } = await setup(t, () => held)
+  const done = await result(url, 'SendMessage', { message: userMessage('stream 2'), configuration: { taskPushNotificationConfig: { url: `${receiver.origin}/held` } } })
+  t.equal(done.task.status.state, 'TASK_STATE_COMPLETED', 'the task completed while its first delivery was still held')
+  await eventually(() => receiver.received.length === 1)
+  t.equal(sender.stats.delivered, 0, 'nothing acknowledged yet')
+  release()
+  await sender.idle()
+  t.equal(receiver.received.length, 5)
+})
+
+t.test('closing the server drops what is queued instead of waiting for it', async t => {
+  const receiver = await startReceiver(() => new Promise<number>(() => {}))
+  t.teardown(() => receiver.close())
+  const reports: PushDeliveryReport[] = []
+  const server = await startServer({ push: { allow: ['127.0.0.1'], onDelivery: report => reports.push(report) } })
+  await result(server.endpoint, 'SendMessage', { message: userMessage('hello'), configuration: { taskPushNotificationConfig: { url: `${receiver.origin}/x` } } })
+  await eventually(() => receiver.received.length === 1)
+  const sender = server.fastify.a2a.push as PushSender
+  await server.close()
+  await sender.idle()
+  t.same(reports.map(r => [r.outcome, r.reason]), [['dropped', 'closing'], ['dropped', 'closing'], ['dropped', 'closing'], ['dropped', 'closing']])
+})
+
+t.test('failures are logged without the URL, the token or the credentials', async t => {
+  const receiver = await startReceiver(() => 400)
+  t.teardown(() => receiver.close())
+  const lines: string[] = []
+  const fastify = Fastify({ logger: { level: 'warn', stream: new Writable({ write (chunk, _encoding, done) { lines.push(chunk.toString()); done() } }) } })
+  await fastify.register(a2aWebSocket, { executor: conformanceAgent, card: conformanceCard, push: { allow: ['127.0.0.1'] } })
+  await fastify.listen({ host: '127.0.0.1', port: 0 })
+  t.teardown(() => fastify.close())
+  const address = fastify.server.address()
+  const url = `http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}`
+  await result(url, 'SendMessage', {
+    message: userMessage('fail'),
+    configuration: { taskPushNotificationConfig: { url: `${receiver.origin}/secret-path`, token: 'very-secret-token', authentication: { scheme: 'Bearer', credentials: 'very-secret-credentials' } } }
+  })
+  await (fastify.a2a.push as PushSender).idle()
+  const log = lines.join('')
+  t.match(log, /push delivery failed/)
+  t.match(log, /HTTP 400/)
+  t.notMatch(log, /very-secret-token/)
+  t.notMatch(log, /very-secret-credentials/)
+  t.notMatch(log, /secret-path/)
+})
+
+t.test('a replaced config takes effect for the events that follow', async t => {
+  const { receiver, url, sender } = await setup(t)
+  const task = (await result(url, 'SendMessage', { message: userMessage('input') })).task
+  await result(url, 'CreateTaskPushNotificationConfig', { taskId: task.id, id: 'c', url: `${receiver.origin}/old` })
+  await result(url, 'CreateTaskPushNotificationConfig', { taskId: task.id, id: 'c', url: `${receiver.origin}/new`, token: 'new-token' })
+  await result(url, 'SendMessage', { message: userMessage('go', { taskId: task.id }) })
+  await sender.idle()
+  t.equal(receiver.bodies('/old').length, 0)
+  t.equal(receiver.bodies('/new').length, 2)
+  t.ok(receiver.received.every(r => r.headers['x-a2a-notification-token'] === 'new-token'))
+})

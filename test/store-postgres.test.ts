@@ -1,0 +1,68 @@
+// The store contract against the PostgreSQL stores, on the local server, each store in
+// a schema of its own that teardown drops.
+import pg from 'pg'
+import t from 'tap'
+import { migratePostgres, openPostgresStores } from '../lib/index.js'
+import { dropSchemas, requirePostgres, uniqueSchema } from './helpers/postgres.js'
+import { storeContract } from './helpers/store-contract.js'
+
+const url = await requirePostgres(t)
+if (url !== undefined) {
+  const schemas: string[] = []
+  t.teardown(() => dropSchemas(url, schemas))
+  let current = ''
+
+  storeContract(t, {
+    async open (options = {}) {
+      current = uniqueSchema('contract')
+      schemas.push(current)
+      return openPostgresStores({ connectionString: url, schema: current, ...options })
+    },
+    async reopen () {
+      return openPostgresStores({ connectionString: url, schema: current })
+    }
+  })
+
+  t.test('migrations: idempotent, safe to run from several processes at once, on a pool the caller owns', async t => {
+    const schema = uniqueSchema('migrate')
+    schemas.push(schema)
+    const pools = [new pg.Pool({ connectionString: url }), new pg.Pool({ connectionString: url })]
+    t.teardown(() => Promise.all(pools.map(pool => pool.end())))
+    await Promise.all([...pools, ...pools].map(pool => migratePostgres(pool, schema)))
+    const [pool] = pools as [pg.Pool]
+    const versions = await pool.query(`SELECT version FROM ${pg.escapeIdentifier(schema)}.a2a_schema_version ORDER BY version`)
+    t.same(versions.rows, [{ version: 1 }], 'applied once')
+    const stores = await openPostgresStores({ pool, schema })
+    await stores.taskStore.create({ id: 'x', contextId: 'c', status: { state: 'TASK_STATE_WORKING' } }, { tenant: '' })
+    await stores.close()
+    const still = await pool.query('SELECT 1 AS one')
+    t.same(still.rows, [{ one: 1 }], 'close leaves a pool the caller owns open')
+  })
+
+  t.test('an artifact append is one inserted row; the task row is not rewritten', async t => {
+    const schema = uniqueSchema('append')
+    schemas.push(schema)
+    const stores = await openPostgresStores({ connectionString: url, schema })
+    t.teardown(() => stores.close())
+    const scope = { tenant: '' }
+    await stores.taskStore.create({ id: 'a', contextId: 'c', status: { state: 'TASK_STATE_WORKING' } }, scope)
+    const pool = new pg.Pool({ connectionString: url })
+    t.teardown(() => pool.end())
+    const S = pg.escapeIdentifier(schema)
+    const taskRow = async () => (await pool.query(`SELECT xmin::text AS version FROM ${S}.a2a_tasks WHERE id = 'a'`)).rows[0].version
+    const before = await taskRow()
+    for (let i = 0; i < 5; i++) {
+      await stores.taskStore.update('a', { kind: 'artifact', artifact: { artifactId: 's', parts: [{ text: `${i}` }] }, append: i > 0 }, scope)
+    }
+    t.equal(await taskRow(), before, 'the task row was never rewritten')
+    const chunks = await pool.query(`SELECT COUNT(*)::int AS n FROM ${S}.a2a_artifact_chunks`)
+    t.equal(chunks.rows[0].n, 5, 'one row per chunk')
+  })
+
+  t.test('openPostgresStores refuses both or neither of connectionString and pool', async t => {
+    await t.rejects(openPostgresStores({}), TypeError)
+    const pool = new pg.Pool({ connectionString: url })
+    t.teardown(() => pool.end())
+    await t.rejects(openPostgresStores({ pool, connectionString: url }), TypeError)
+  })
+}

@@ -1,0 +1,108 @@
+// The connection logic over a fake socket: no @fastify/websocket, no network. It shows the
+// core is a library of its own (makeWebSocketServer over WebSocketLike).
+import t from 'tap'
+import { MemoryEventBus, MemoryPushConfigStore, MemoryTaskStore, RequestHandler, makeWebSocketServer, type WebSocketLike } from '../lib/index.js'
+import { CallRunner } from '../lib/dispatcher/call.js'
+import { conformanceAgent, conformanceCard } from '../examples/agent.js'
+
+function fakeSocket () {
+  const sent: any[] = []
+  const closes: Array<[number, string]> = []
+  let buffered = 0
+  const socket: WebSocketLike & { sent: any[], closes: typeof closes, setBuffered (n: number): void, open: boolean, pings: number } = {
+    sent,
+    closes,
+    open: true,
+    pings: 0,
+    get bufferedAmount () { return buffered },
+    get isOpen () { return socket.open },
+    setBuffered (n) { buffered = n },
+    send (frame) { sent.push(JSON.parse(frame)) },
+    close (code, reason) { closes.push([code, reason]); socket.open = false },
+    ping () { socket.pings++ }
+  }
+  return socket
+}
+
+function makeServer (overrides: Partial<Parameters<typeof makeWebSocketServer>[0]> = {}) {
+  const handler = new RequestHandler({
+    executor: conformanceAgent,
+    taskStore: new MemoryTaskStore(),
+    pushConfigStore: new MemoryPushConfigStore(),
+    bus: new MemoryEventBus(),
+    capabilities: conformanceCard.capabilities,
+    maxQueuedEvents: 100,
+    logger: { error () {}, warn () {} }
+  })
+  const runner = new CallRunner({ handler, capabilities: conformanceCard.capabilities, allowMissingVersion: false, interceptors: [] })
+  return makeWebSocketServer({ runner, maxInFlight: 64, maxMessageSize: 1024, maxBufferedBytes: 1000, idleTimeout: 0, onError () {}, ...overrides })
+}
+
+const info = { serviceParams: Object.freeze({ 'a2a-version': '1.0' }), version: '1.0', extensions: [] }
+const settle = () => new Promise(resolve => setTimeout(resolve, 30))
+const message = (text: string) => ({ messageId: 'm', role: 'ROLE_USER', parts: [{ text }] })
+
+t.test('a request frame gets its response frame', async t => {
+  const socket = fakeSocket()
+  const connection = makeServer().opened(socket, info)
+  connection.message(JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'GetTask', params: { id: 'nope' } }), false)
+  await settle()
+  t.equal(socket.sent.length, 1)
+  t.match(socket.sent[0], { jsonrpc: '2.0', id: 9, error: { code: -32001 } })
+})
+
+t.test('a stream: events then the marker', async t => {
+  const socket = fakeSocket()
+  const connection = makeServer().opened(socket, info)
+  connection.message(JSON.stringify({ jsonrpc: '2.0', id: 's', method: 'SendStreamingMessage', params: { message: message('stream 2') } }), false)
+  await settle()
+  t.same(socket.sent.map(f => Object.keys(f.result)[0]), ['task', 'statusUpdate', 'artifactUpdate', 'artifactUpdate', 'statusUpdate', 'status'])
+  t.same(socket.sent.at(-1), { jsonrpc: '2.0', id: 's', result: { status: 'stream_complete' } })
+})
+
+t.test('over maxMessageSize the connection is closed with 1009', async t => {
+  const socket = fakeSocket()
+  makeServer().opened(socket, info).message('x'.repeat(1025), false)
+  t.same(socket.closes, [[1009, 'message larger than 1024 bytes']])
+})
+
+t.test('a buffered amount over the bound ends the stream with STREAM_LAGGED', async t => {
+  const socket = fakeSocket()
+  const server = makeServer()
+  const connection = server.opened(socket, info)
+  socket.setBuffered(5000)
+  connection.message(JSON.stringify({ jsonrpc: '2.0', id: 'lag', method: 'SendStreamingMessage', params: { message: message('hold') } }), false)
+  await settle()
+  t.equal(socket.sent.length, 1)
+  t.match(socket.sent[0], { id: 'lag', error: { code: -32603, data: [{ reason: 'STREAM_LAGGED', domain: 'a2a-rust.com' }] } })
+})
+
+t.test('writes after the socket closed are skipped; closed() releases streams; drain closes with 1001', async t => {
+  const socket = fakeSocket()
+  const server = makeServer()
+  const connection = server.opened(socket, info)
+  connection.message(JSON.stringify({ jsonrpc: '2.0', id: 'h', method: 'SendStreamingMessage', params: { message: message('hold') } }), false)
+  await settle()
+  t.equal(server.connections, 1)
+  t.equal(socket.sent.length, 2)
+  socket.open = false
+  connection.closed()
+  t.equal(server.connections, 0)
+  const other = fakeSocket()
+  server.opened(other, info)
+  await server.drain(0)
+  t.same(other.closes, [[1001, 'server shutting down']])
+})
+
+t.test('idle: a ping half-way, a close at the timeout; activity re-arms', async t => {
+  const socket = fakeSocket()
+  const connection = makeServer({ idleTimeout: 100 }).opened(socket, info)
+  await new Promise(resolve => setTimeout(resolve, 70))
+  t.equal(socket.pings, 1)
+  connection.alive()
+  await new Promise(resolve => setTimeout(resolve, 70))
+  t.same(socket.closes, [], 'the pong re-armed the timer')
+  await new Promise(resolve => setTimeout(resolve, 80))
+  t.same(socket.closes, [[1001, 'idle timeout']])
+  connection.closed()
+})

@@ -1,0 +1,106 @@
+// Seed 000 §7 limits, each an option: the 4 MiB message cap, the handshake timeout,
+// idle connections, and a graceful close.
+import { connect as netConnect } from 'node:net'
+import t from 'tap'
+import { startServer, userMessage } from './helpers/server.js'
+import { clientFrame, connect, frameReader, rawUpgrade, refusedUpgrade, wsUrl } from './helpers/ws.js'
+
+t.test('a message over the cap ends the connection with 1009; a new connection works', async t => {
+  const server = await startServer()
+  t.teardown(() => server.close())
+  const client = await connect(wsUrl(server.origin))
+  client.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: userMessage('x'.repeat(4 * 1024 * 1024)) } }))
+  t.equal((await client.closed).code, 1009)
+  const again = await connect(wsUrl(server.origin))
+  t.equal((await again.request('GetTask', { id: 'x' })).error.code, -32001)
+  again.close()
+})
+
+t.test('the cap is an option; a message just under it is served', async t => {
+  const server = await startServer({ websocket: { maxMessageSize: 2048 } })
+  t.teardown(() => server.close())
+  const client = await connect(wsUrl(server.origin))
+  const fits = JSON.stringify({ jsonrpc: '2.0', id: 'fits', method: 'GetTask', params: { id: 'x'.repeat(1900) } })
+  t.equal((await client.request('GetTask', { id: 'x'.repeat(1900) }, 'fits')).error.code, -32001, `${fits.length} bytes fit`)
+  client.send({ jsonrpc: '2.0', id: 2, method: 'GetTask', params: { id: 'x'.repeat(3000) } })
+  t.equal((await client.closed).code, 1009)
+})
+
+t.test('a peer that opens TCP and never completes the upgrade is disconnected', async t => {
+  const server = await startServer({ websocket: { handshakeTimeout: 200 } })
+  t.teardown(() => server.close())
+  const { port } = new URL(server.origin)
+  const started = Date.now()
+  const socket = netConnect(Number(port), '127.0.0.1')
+  socket.write('GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n')
+  await new Promise(resolve => socket.on('close', resolve))
+  t.ok(Date.now() - started >= 150, 'not before the timeout')
+  const ok = await connect(wsUrl(server.origin))
+  t.equal((await ok.request('GetTask', { id: 'x' })).error.code, -32001, 'a prompt upgrade is unaffected')
+  ok.close()
+})
+
+t.test('idleTimeout: a silent peer is closed with 1001; one that answers pings stays', async t => {
+  const server = await startServer({ websocket: { idleTimeout: 300 } })
+  t.teardown(() => server.close())
+  const answering = await connect(wsUrl(server.origin))
+  const { socket, rest } = await rawUpgrade(server.origin, [], '/?A2A-Version=1.0')
+  const reader = frameReader(socket, rest)
+  const ping = await reader.next(2000)
+  t.equal(ping.opcode, 0x9, 'the server pings a quiet peer')
+  const close = await reader.next(2000)
+  t.equal(close.opcode, 0x8)
+  t.equal(close.payload.readUInt16BE(0), 1001)
+  t.equal(close.payload.subarray(2).toString(), 'idle timeout')
+  socket.destroy()
+  await new Promise(resolve => setTimeout(resolve, 400))
+  t.equal(answering.socket.readyState, answering.socket.OPEN, 'the ws client answered the pings')
+  t.equal((await answering.request('GetTask', { id: 'x' })).error.code, -32001)
+  answering.close()
+})
+
+t.test('fastify.close(): no new upgrades, calls in flight finish, then every connection gets 1001', async t => {
+  const server = await startServer({ websocket: { closeGrace: 2000 } })
+  const client = await connect(wsUrl(server.origin))
+  const idle = await connect(wsUrl(server.origin))
+  client.send({ jsonrpc: '2.0', id: 'in-flight', method: 'SendMessage', params: { message: userMessage('sleep 200') } })
+  await new Promise(resolve => setTimeout(resolve, 30))
+  const closing = server.close()
+  await new Promise(resolve => setTimeout(resolve, 30))
+  const refused = await refusedUpgrade(wsUrl(server.origin))
+  t.same(refused, {
+    status: 503,
+    headers: refused.headers,
+    body: { error: { code: 503, status: 'UNAVAILABLE', message: 'Service unavailable: the server is shutting down' } }
+  }, 'a new upgrade is refused')
+  const reply = await client.next()
+  t.equal(reply.id, 'in-flight')
+  t.equal(reply.result.task.status.state, 'TASK_STATE_COMPLETED', 'the call in flight finished')
+  t.same(await client.closed, { code: 1001, reason: 'server shutting down' })
+  t.same(await idle.closed, { code: 1001, reason: 'server shutting down' })
+  await closing
+})
+
+t.test('the grace period bounds a call that does not finish', async t => {
+  const server = await startServer({ websocket: { closeGrace: 100 } })
+  const client = await connect(wsUrl(server.origin))
+  client.send({ jsonrpc: '2.0', id: 'held', method: 'SendStreamingMessage', params: { message: userMessage('hold') } })
+  await client.next()
+  const started = Date.now()
+  const closing = server.close()
+  t.equal((await client.closed).code, 1001)
+  t.ok(Date.now() - started < 1500, 'closed at the grace period, not when the task ends')
+  await closing
+})
+
+t.test('frames that arrive in one TCP write with the upgrade are all served', async t => {
+  const server = await startServer()
+  t.teardown(() => server.close())
+  const { socket, rest } = await rawUpgrade(server.origin, [], '/?A2A-Version=1.0')
+  const reader = frameReader(socket, rest)
+  socket.write(Buffer.concat([1, 2, 3].map(id => clientFrame(JSON.stringify({ jsonrpc: '2.0', id, method: 'GetTask', params: { id: 'x' } })))))
+  const ids = []
+  for (let i = 0; i < 3; i++) ids.push(JSON.parse((await reader.next()).payload.toString()).id)
+  t.same(ids.sort(), [1, 2, 3])
+  socket.destroy()
+})
