@@ -10,7 +10,11 @@ export interface AgentEnv {
   A2A_REQUIRE_ORIGIN?: string
   A2A_MAX_CONNECTIONS?: string
   A2A_IDLE_TIMEOUT_MS?: string
+  A2A_AUTH_TOKEN?: string
+  A2A_RATE_LIMIT?: string
 }
+
+const secretSkill = { id: 'secret', name: 'Secret', description: 'Shown to authenticated callers only', tags: ['secret'] }
 
 /** The WebSocket knobs of shared/sut-agent.md. */
 function webSocketOptions (env: AgentEnv): WebSocketOptions {
@@ -27,7 +31,10 @@ export async function buildConformanceServer (env: AgentEnv = process.env): Prom
   await fastify.register(a2aWebSocket, {
     executor: conformanceAgent,
     card: conformanceCard,
-    extendedCard: conformanceCard,
+    // With a token every call needs it; the extended card then shows one more skill.
+    auth: env.A2A_AUTH_TOKEN === undefined ? undefined : { bearer: { tokens: [env.A2A_AUTH_TOKEN] } },
+    extendedCard: env.A2A_AUTH_TOKEN === undefined ? conformanceCard : { ...conformanceCard, skills: [...conformanceCard.skills, secretSkill] },
+    rateLimit: env.A2A_RATE_LIMIT === undefined ? undefined : { max: Number(env.A2A_RATE_LIMIT), timeWindow: 60_000 },
     taskStore: stores?.taskStore,
     pushConfigStore: stores?.pushConfigStore,
     // Conformance suites run their webhook receivers on this machine.

@@ -2,7 +2,12 @@
 // `register` with an error naming it.
 import createError from '@fastify/error'
 import type { EventBus } from './bus/types.js'
-import type { CallInterceptor } from './dispatcher/call.js'
+import type { FastifyCorsOptions } from '@fastify/cors'
+import type { CardSigningOptions } from './card/signing.js'
+import type { AuthOptions } from './interceptors/auth.js'
+import type { RateLimitOptions } from './interceptors/rate-limit.js'
+import type { TenancyOptions } from './interceptors/tenancy.js'
+import type { A2AInterceptor } from './interceptors/types.js'
 import type { AgentExecutor, CallContext } from './handler/executor.js'
 import { PUSH_DEFAULTS, type NormalizedPushOptions, type PushOptions } from './push/sender.js'
 import { WebhookGuard } from './push/ssrf.js'
@@ -80,8 +85,8 @@ export interface A2APluginOptions {
    * and the skills' inputModes). Default false: such a part is refused with -32005.
    */
   allowUndeclaredInputModes?: boolean
-  /** Run around every call on every binding, every WebSocket frame included, in order. */
-  interceptors?: CallInterceptor[]
+  /** Run around every call on every binding, every WebSocket frame included, in order, after the built-in ones. */
+  interceptors?: A2AInterceptor[]
   /** The WebSocket binding's limits and handshake checks. */
   websocket?: WebSocketOptions
   /**
@@ -96,6 +101,16 @@ export interface A2APluginOptions {
    * PostgreSQL) take part. Set false when several processes share one store. Default true.
    */
   recoverTasks?: boolean
+  /** Authentication on every call (the public card stays public); the card's security schemes follow from it. Default: none. */
+  auth?: AuthOptions
+  /** Calls per caller per window, on every binding and WebSocket frame. Default: no limit. */
+  rateLimit?: RateLimitOptions
+  /** Where a call's tenant comes from besides the REST path and the request's `tenant`. */
+  tenancy?: TenancyOptions
+  /** CORS for the A2A routes and the card (through @fastify/cors); `true` allows any origin. Default: off. */
+  cors?: boolean | FastifyCorsOptions
+  /** Sign the served card with a JWS (ES256 or EdDSA) over its RFC 8785 form. Default: unsigned. */
+  signing?: CardSigningOptions
 }
 
 export interface NormalizedOptions {
@@ -112,11 +127,16 @@ export interface NormalizedOptions {
   maxQueuedEvents: number
   cardMaxAge: number
   allowUndeclaredInputModes: boolean
-  interceptors: CallInterceptor[]
+  interceptors: A2AInterceptor[]
   websocket: NormalizedWebSocketOptions
   /** Set exactly when the card declares push notifications. */
   push?: NormalizedPushOptions
   recoverTasks: boolean
+  auth?: AuthOptions
+  rateLimit?: RateLimitOptions
+  tenancy?: TenancyOptions
+  cors?: FastifyCorsOptions
+  signing?: CardSigningOptions
 }
 
 export const validateCard = compile(AgentCardInput)
@@ -190,12 +210,67 @@ function pushOptions (options: PushOptions | undefined, declared: boolean): Norm
   }
 }
 
-function interceptorList (value: unknown): CallInterceptor[] {
-  if (value === undefined) return []
-  if (!Array.isArray(value) || !value.every(item => typeof item === 'object' && item !== null && (item.before === undefined || typeof item.before === 'function'))) {
-    throw new InvalidOptionError('interceptors', 'must be an array of { before?(context, params) } objects')
+function stringList (name: string, value: unknown): void {
+  if (value !== undefined && (!Array.isArray(value) || value.length === 0 || !value.every(item => typeof item === 'string' && item !== ''))) {
+    throw new InvalidOptionError(name, 'must be a non-empty array of non-empty strings')
   }
-  return value
+}
+
+function checkAuth (auth: AuthOptions | undefined): AuthOptions | undefined {
+  if (auth === undefined) return undefined
+  if (auth.bearer === undefined && auth.apiKey === undefined && auth.jwt === undefined) {
+    throw new InvalidOptionError('auth', 'must configure bearer, apiKey or jwt')
+  }
+  if (auth.bearer !== undefined) {
+    stringList('auth.bearer.tokens', auth.bearer.tokens)
+    if (auth.bearer.tokens === undefined && typeof auth.bearer.verify !== 'function') throw new InvalidOptionError('auth.bearer', 'needs tokens or a verify function')
+  }
+  if (auth.apiKey !== undefined) {
+    if (typeof auth.apiKey.name !== 'string' || !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(auth.apiKey.name)) throw new InvalidOptionError('auth.apiKey.name', 'must be a header or query parameter name')
+    if (auth.apiKey.in !== undefined && auth.apiKey.in !== 'header' && auth.apiKey.in !== 'query') throw new InvalidOptionError('auth.apiKey.in', 'must be "header" or "query"')
+    stringList('auth.apiKey.keys', auth.apiKey.keys)
+    if (auth.apiKey.keys === undefined && typeof auth.apiKey.verify !== 'function') throw new InvalidOptionError('auth.apiKey', 'needs keys or a verify function')
+  }
+  if (auth.jwt !== undefined) {
+    if ((auth.jwt.jwksUrl === undefined) === (auth.jwt.key === undefined)) throw new InvalidOptionError('auth.jwt', 'needs exactly one of jwksUrl and key')
+    if (auth.jwt.jwksUrl !== undefined && !URL.canParse(auth.jwt.jwksUrl)) throw new InvalidOptionError('auth.jwt.jwksUrl', 'must be an absolute URL')
+    if (auth.jwt.requiredScopes !== undefined) stringList('auth.jwt.requiredScopes', auth.jwt.requiredScopes)
+  }
+  return auth
+}
+
+function checkRateLimit (limit: RateLimitOptions | undefined): RateLimitOptions | undefined {
+  if (limit === undefined) return undefined
+  integer('rateLimit.max', limit.max ?? 0, 0)
+  integer('rateLimit.timeWindow', limit.timeWindow, 60_000)
+  if (limit.store !== undefined && !hasMethods(limit.store, ['incr'])) throw new InvalidOptionError('rateLimit.store', 'must implement incr(key, callback, timeWindow, max)')
+  return limit
+}
+
+function checkSigning (signing: CardSigningOptions | undefined): CardSigningOptions | undefined {
+  if (signing === undefined) return undefined
+  if (!['ES256', 'EdDSA', 'Ed25519'].includes(signing.alg)) throw new InvalidOptionError('signing.alg', 'must be ES256, EdDSA or Ed25519')
+  if (typeof signing.kid !== 'string' || signing.kid === '') throw new InvalidOptionError('signing.kid', 'must be a non-empty key id')
+  if (signing.key === undefined || signing.key === null) throw new InvalidOptionError('signing.key', 'is required')
+  return signing
+}
+
+function checkTenancy (options: TenancyOptions | undefined): TenancyOptions | undefined {
+  if (options === undefined) return undefined
+  if (options.header !== undefined && (typeof options.header !== 'string' || options.header === '')) throw new InvalidOptionError('tenancy.header', 'must be a header name')
+  if (options.resolve !== undefined && typeof options.resolve !== 'function') throw new InvalidOptionError('tenancy.resolve', 'must be a function')
+  return options
+}
+
+export function interceptorList (value: unknown): A2AInterceptor[] {
+  if (value === undefined) return []
+  const hooks = ['before', 'onComplete', 'onUpgrade']
+  const valid = (item: unknown) => typeof item === 'object' && item !== null &&
+    hooks.every(hook => (item as Record<string, unknown>)[hook] === undefined || typeof (item as Record<string, unknown>)[hook] === 'function')
+  if (!Array.isArray(value) || !value.every(valid)) {
+    throw new InvalidOptionError('interceptors', 'must be an array of { before?, onComplete?, onUpgrade? } objects')
+  }
+  return [...value]
 }
 
 export function normalizeOptions (options: A2APluginOptions): NormalizedOptions {
@@ -252,6 +327,11 @@ export function normalizeOptions (options: A2APluginOptions): NormalizedOptions 
     interceptors: interceptorList(options.interceptors),
     websocket: webSocketOptions(options.websocket ?? {}),
     push: pushOptions(options.push, card.capabilities.pushNotifications === true),
-    recoverTasks: flag('recoverTasks', options.recoverTasks, true)
+    recoverTasks: flag('recoverTasks', options.recoverTasks, true),
+    auth: checkAuth(options.auth),
+    rateLimit: checkRateLimit(options.rateLimit),
+    tenancy: checkTenancy(options.tenancy),
+    cors: options.cors === undefined || options.cors === false ? undefined : options.cors === true ? {} : options.cors,
+    signing: checkSigning(options.signing)
   }
 }

@@ -7,15 +7,21 @@ import type { EventBus } from './bus/types.js'
 import { InvalidAgentResponseError } from './errors/index.js'
 import type { CallContext } from './handler/executor.js'
 import { RequestHandler } from './handler/request-handler.js'
-import { normalizeOptions, validateCard, type A2APluginOptions, type NormalizedOptions } from './options.js'
+import { interceptorList, normalizeOptions, validateCard, type A2APluginOptions, type NormalizedOptions } from './options.js'
 import { CallRunner } from './dispatcher/call.js'
-import { AGENT_CARD_PATH, buildCard, cardRoute, renderCard, type ServedBinding } from './dispatcher/card.js'
+import { AGENT_CARD_PATH, buildCard, cardRoute, renderCard, type RenderedCard, type ServedBinding } from './dispatcher/card.js'
+import { signAgentCard } from './card/signing.js'
 import { JSONRPC_BINDING, jsonRpcDispatcher, logInternal } from './dispatcher/jsonrpc.js'
 import { WEBSOCKET_BINDING_URI, guardHandshakes, refuseUpgrades, webSocketDispatcher } from './dispatcher/websocket.js'
 import { makeWebSocketServer } from './dispatcher/websocket-connection.js'
 import fastifyWebsocket from '@fastify/websocket'
+import fastifyCors, { type FastifyCorsOptions } from '@fastify/cors'
+import { authentication } from './interceptors/auth.js'
+import { rateLimit } from './interceptors/rate-limit.js'
+import { tenancy } from './interceptors/tenancy.js'
+import type { A2AInterceptor } from './interceptors/types.js'
 import { REST_BINDING, restDispatcher } from './dispatcher/rest.js'
-import type { AgentCard } from './schema/wire.js'
+import type { AgentCard, AgentCardInput } from './schema/wire.js'
 import { MemoryPushConfigStore, MemoryTaskStore } from './store/memory.js'
 import { PushSender } from './push/sender.js'
 import { failUnfinishedTasks } from './store/recovery.js'
@@ -30,6 +36,8 @@ export interface A2ADecorator {
   push?: PushSender
   /** The public card as served to a client that reached the server at `httpBase` (`http(s)://host[/prefix]`). */
   cardFor (httpBase: string): AgentCard
+  /** Appends an interceptor to the chain of every binding; it takes part from the next call on. */
+  addInterceptor (interceptor: A2AInterceptor): void
 }
 
 declare module 'fastify' {
@@ -53,8 +61,27 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
     { protocolBinding: WEBSOCKET_BINDING_URI, url: (base) => base.replace(/^http/, 'ws') }
   ]
 
+  // The built-in chain: who the caller is, whether it is within its budget, which tenant;
+  // then the user's interceptors. One list serves every binding; addInterceptor appends.
+  const auth = options.auth === undefined ? undefined : authentication(options.auth)
+  const chain: A2AInterceptor[] = [
+    ...(auth === undefined ? [] : [auth.interceptor]),
+    ...(options.rateLimit === undefined ? [] : [rateLimit(options.rateLimit)]),
+    ...(options.tenancy === undefined ? [] : [tenancy(options.tenancy)]),
+    ...options.interceptors
+  ]
+  /** The card with the security schemes the configured authentication implies. */
+  const secured = (card: AgentCardInput): AgentCardInput => auth === undefined
+    ? card
+    : {
+        ...card,
+        securitySchemes: { ...card.securitySchemes, ...auth.securitySchemes },
+        securityRequirements: [...(card.securityRequirements ?? []), ...auth.securityRequirements]
+      }
+  const publicCard = secured(options.card)
+
   const httpBaseOf = (origin: string) => options.publicUrl ?? origin
-  const cardFor = (httpBase: string) => buildCard(options.card, bindings, httpBase + prefix)
+  const cardFor = (httpBase: string) => buildCard(publicCard, bindings, httpBase + prefix)
   const originOf = (host: string | undefined) => `${fastify.initialConfig.https === undefined ? 'http' : 'https'}://${host ?? 'localhost'}`
 
   const push = options.push === undefined ? undefined : new PushSender(pushConfigStore, options.push, fastify.log)
@@ -70,7 +97,7 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
       : async (context: CallContext) => {
         const card = validateCard.check(await extendedCard(context))
         if (!card.ok) throw new InvalidAgentResponseError(`extended card: ${card.violations.map(v => `${v.field} ${v.description}`).join('; ')}`)
-        return buildCard(card.value, bindings, httpBaseOf(originOf(context.serviceParams.host)) + prefix)
+        return buildCard(secured(card.value), bindings, httpBaseOf(originOf(context.serviceParams.host)) + prefix)
       },
     maxQueuedEvents: options.maxQueuedEvents,
     onTaskEvent: push?.notify,
@@ -84,26 +111,44 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
     handler,
     capabilities: options.card.capabilities,
     allowMissingVersion: options.allowMissingVersion,
-    interceptors: options.interceptors
+    interceptors: chain,
+    logger: fastify.log
   })
 
-  fastify.decorate('a2a', { handler, taskStore, pushConfigStore, bus, push, cardFor })
+  const addInterceptor = (interceptor: A2AInterceptor) => { chain.push(interceptorList([interceptor])[0] as A2AInterceptor) }
+  fastify.decorate('a2a', { handler, taskStore, pushConfigStore, bus, push, cardFor, addInterceptor })
   if (push !== undefined) fastify.addHook('onClose', async () => push.close())
   // Before any route serves: no executor of this process runs yet, so every unfinished task is an orphan.
   if (options.recoverTasks) await failUnfinishedTasks(taskStore, push?.notify)
 
-  const rendered = new Map<string, ReturnType<typeof renderCard>>()
-  await fastify.register(cardRoute, {
-    maxAge: options.cardMaxAge,
-    cardFor: (request: FastifyRequest) => {
-      const base = httpBaseOf(`${request.protocol}://${request.host}`)
-      let card = rendered.get(base)
-      if (card === undefined) {
-        card = renderCard(cardFor(base))
-        if (rendered.size < CARD_CACHE_LIMIT) rendered.set(base, card)
+  // One rendering (and signature) per base URL clients reach the server at.
+  const rendered = new Map<string, Promise<RenderedCard>>()
+  const { cors, signing } = options
+  const render = async (base: string) => {
+    const card = cardFor(base)
+    return renderCard(signing === undefined ? card : await signAgentCard(card, signing))
+  }
+  // With a fixed public URL the card is rendered (and signed) now: a bad key fails registration.
+  if (options.publicUrl !== undefined) {
+    const card = render(options.publicUrl)
+    rendered.set(options.publicUrl, card)
+    await card
+  }
+  await fastify.register(async (cardContext) => {
+    // The card is a simple GET: it needs the CORS headers, not a preflight route of its own.
+    if (cors !== undefined) await cardContext.register(fastifyCors, { ...corsDefaults(cors), preflight: false })
+    await cardContext.register(cardRoute, {
+      maxAge: options.cardMaxAge,
+      cardFor: (request: FastifyRequest) => {
+        const base = httpBaseOf(`${request.protocol}://${request.host}`)
+        let card = rendered.get(base)
+        if (card === undefined) {
+          card = render(base)
+          if (rendered.size < CARD_CACHE_LIMIT) rendered.set(base, card)
+        }
+        return card
       }
-      return card
-    }
+    })
   })
 
   const ws = options.websocket
@@ -138,6 +183,7 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
   }
 
   await fastify.register(async (a2a) => {
+    if (cors !== undefined) await a2a.register(fastifyCors, corsDefaults(cors, options.auth?.apiKey !== undefined && options.auth.apiKey.in !== 'query' ? options.auth.apiKey.name : undefined))
     await a2a.register(jsonRpcDispatcher, { runner, bodyLimit: options.bodyLimit })
     await a2a.register(restDispatcher, { runner, bodyLimit: options.bodyLimit })
     await a2a.register(webSocketDispatcher, {
@@ -145,9 +191,22 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
       allowedOrigins: ws.allowedOrigins,
       requireOrigin: ws.requireOrigin,
       maxConnections: ws.maxConnections,
-      allowMissingVersion: options.allowMissingVersion
+      allowMissingVersion: options.allowMissingVersion,
+      interceptors: chain
     })
   }, { prefix })
+}
+
+/** CORS for the A2A routes: the A2A service parameters may be sent, and the headers a client reads are exposed. */
+function corsDefaults (options: FastifyCorsOptions, apiKeyHeader?: string): FastifyCorsOptions {
+  const allowed = ['content-type', 'authorization', 'a2a-version', 'a2a-extensions', ...(apiKeyHeader === undefined ? [] : [apiKeyHeader.toLowerCase()])]
+  const given = options.allowedHeaders
+  return {
+    origin: true,
+    ...options,
+    allowedHeaders: given === undefined ? allowed : [...new Set([...(typeof given === 'string' ? given.split(',').map(h => h.trim()) : given), ...allowed])],
+    exposedHeaders: options.exposedHeaders ?? ['a2a-version', 'a2a-extensions', 'www-authenticate', 'retry-after']
+  }
 }
 
 export const a2aWebSocket = fp(a2aPlugin, { fastify: '5.x', name: 'fastify-a2a' })

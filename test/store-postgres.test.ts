@@ -39,7 +39,7 @@ if (url !== undefined) {
     t.same(still.rows, [{ one: 1 }], 'close leaves a pool the caller owns open')
   })
 
-  t.test('an artifact append is one inserted row; the task row is not rewritten', async t => {
+  t.test('an artifact append is one inserted row; neither the task row nor the artifact row is rewritten', async t => {
     const schema = uniqueSchema('append')
     schemas.push(schema)
     const stores = await openPostgresStores({ connectionString: url, schema })
@@ -50,11 +50,14 @@ if (url !== undefined) {
     t.teardown(() => pool.end())
     const S = pg.escapeIdentifier(schema)
     const taskRow = async () => (await pool.query(`SELECT xmin::text AS version FROM ${S}.a2a_tasks WHERE id = 'a'`)).rows[0].version
+    const artifactRow = async () => (await pool.query(`SELECT xmin::text AS version FROM ${S}.a2a_artifacts WHERE artifact_id = 's'`)).rows[0].version
     const before = await taskRow()
-    for (let i = 0; i < 5; i++) {
-      await stores.taskStore.update('a', { kind: 'artifact', artifact: { artifactId: 's', parts: [{ text: `${i}` }] }, append: i > 0 }, scope)
-    }
+    const append = (i: number) => stores.taskStore.update('a', { kind: 'artifact', artifact: { artifactId: 's', parts: [{ text: `${i}` }] }, append: true }, scope)
+    await append(0)
+    const artifactBefore = await artifactRow()
+    for (let i = 1; i < 5; i++) await append(i)
     t.equal(await taskRow(), before, 'the task row was never rewritten')
+    t.equal(await artifactRow(), artifactBefore, 'the artifact row was only locked, never rewritten: a long stream leaves no dead rows')
     const chunks = await pool.query(`SELECT COUNT(*)::int AS n FROM ${S}.a2a_artifact_chunks`)
     t.equal(chunks.rows[0].n, 5, 'one row per chunk')
   })

@@ -1,14 +1,14 @@
 // Seed 000 §6: credentials come from the upgrade headers and are checked on every call;
 // a refusal is -32600 with an ErrorInfo of the binding's domain carrying the challenge.
 import t from 'tap'
-import { PermissionDeniedError, UnauthenticatedError, retryInfo, type CallInterceptor } from '../lib/index.js'
+import { PermissionDeniedError, UnauthenticatedError, retryInfo, type A2AInterceptor } from '../lib/index.js'
 import { startServer, userMessage } from './helpers/server.js'
 import { connect, wsUrl } from './helpers/ws.js'
 
 const challenge = 'Bearer realm="a2a"'
 let validToken = 'token-1'
 /** A minimal bearer check: the interceptor chain of its own issue builds on this hook. */
-const bearer: CallInterceptor = {
+const bearer: A2AInterceptor = {
   before (context) {
     const header = context.serviceParams.authorization
     if (header === undefined) throw new UnauthenticatedError().with({ metadata: { 'www-authenticate': challenge } })

@@ -34,7 +34,7 @@ function makeServer (overrides: Partial<Parameters<typeof makeWebSocketServer>[0
     maxQueuedEvents: 100,
     logger: { error () {}, warn () {} }
   })
-  const runner = new CallRunner({ handler, capabilities: conformanceCard.capabilities, allowMissingVersion: false, interceptors: [] })
+  const runner = new CallRunner({ handler, capabilities: conformanceCard.capabilities, allowMissingVersion: false, interceptors: [], logger: { error () {}, warn () {} } })
   return makeWebSocketServer({ runner, maxInFlight: 64, maxMessageSize: 1024, maxBufferedBytes: 1000, idleTimeout: 0, onError () {}, ...overrides })
 }
 

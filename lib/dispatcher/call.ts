@@ -2,11 +2,13 @@
 // compiled schemas, the version and extension checks, then the handler. Every
 // dispatcher goes through `CallRunner.run`, so each binding checks the same things in
 // the same order: method (-32601), params (-32602), version (-32009), extensions.
+import type { FastifyRequest } from 'fastify'
 import {
-  ExtensionSupportRequiredError, VersionNotSupportedError, invalidParams
+  ExtensionSupportRequiredError, UnsupportedOperationError, VersionNotSupportedError, invalidParams, toA2AError
 } from '../errors/index.js'
 import type { CallContext } from '../handler/executor.js'
-import type { RequestHandler } from '../handler/request-handler.js'
+import type { Logger, RequestHandler } from '../handler/request-handler.js'
+import type { A2AInterceptor, CallOutcome, InterceptedCall } from '../interceptors/types.js'
 import * as requests from '../schema/requests.js'
 import { compile, type Validator } from '../schema/validate.js'
 import type { AgentCapabilities, StreamResponse } from '../schema/wire.js'
@@ -41,24 +43,43 @@ export const methods: ReadonlyMap<string, MethodSpec> = new Map([
 
 const SUPPORTED_VERSION = /^1\.0(\.\d+)?$/
 
-/** Runs around every call on every binding (and every frame of a WebSocket). */
-export interface CallInterceptor {
-  /**
-   * Runs after the params are validated and before the handler. Throw an A2A error to
-   * refuse the call (e.g. UnauthenticatedError); set `context.identity` to enrich it.
-   */
-  before? (context: CallContext, params: unknown): void | Promise<void>
-}
-
 export interface CallRunnerOptions {
   handler: RequestHandler
   capabilities: AgentCapabilities
   /** Treat a request without A2A-Version as 1.0 instead of 0.3. */
   allowMissingVersion: boolean
-  interceptors: readonly CallInterceptor[]
+  /** Read at every call, so interceptors added after registration take part. */
+  interceptors: readonly A2AInterceptor[]
+  logger: Logger
 }
 
 export type CallResult = { kind: 'unary', value: unknown } | { kind: 'stream', events: AsyncIterableIterator<StreamResponse> }
+
+/**
+ * The stream as the dispatcher reads it, reporting how it ended: its last event read,
+ * an error, or the reader leaving (`return`). What the queue buffers stays visible.
+ */
+function observeEnd (events: AsyncIterableIterator<StreamResponse>, complete: (outcome: CallOutcome) => void): AsyncIterableIterator<StreamResponse> {
+  const observed: AsyncIterableIterator<StreamResponse> & { readonly buffered?: number } = {
+    get buffered () { return (events as { buffered?: number }).buffered },
+    async next () {
+      try {
+        const next = await events.next()
+        if (next.done === true) complete({ status: 'succeeded' })
+        return next
+      } catch (error) {
+        complete({ status: 'failed', error: toA2AError(error) })
+        throw error
+      }
+    },
+    async return () {
+      complete({ status: 'cancelled' })
+      return await (events.return?.() ?? Promise.resolve({ value: undefined, done: true as const }))
+    },
+    [Symbol.asyncIterator] () { return observed }
+  }
+  return observed
+}
 
 export class CallRunner {
   readonly #options: CallRunnerOptions
@@ -73,22 +94,50 @@ export class CallRunner {
   }
 
   /**
-   * Validates `params` and runs the call. `context.extensions` holds the requested
-   * extensions on entry and the activated ones on return. `version` is the requested
-   * A2A-Version (undefined when absent).
+   * Runs the interceptor chain, validates `params` and runs the call. `context.extensions`
+   * holds the requested extensions on entry and the activated ones on return. `version` is
+   * the requested A2A-Version (undefined when absent). Every interceptor's `onComplete`
+   * runs exactly once: when a unary call settles, or when a stream ends, fails or is left.
    */
-  async run (spec: MethodSpec, params: unknown, version: string | undefined, context: CallContext): Promise<CallResult> {
-    const checked = spec.validate.check(params ?? {})
-    if (!checked.ok) throw invalidParams(checked.violations)
-    this.#checkVersion(version)
-    context.extensions = this.#activate(context.extensions)
-    const tenant = (checked.value as { tenant?: unknown }).tenant
-    if (context.tenant === '' && typeof tenant === 'string') context.tenant = tenant
-    for (const interceptor of this.#options.interceptors) await interceptor.before?.(context, checked.value)
-    const value = await spec.invoke(this.#options.handler, checked.value, context)
-    return spec.kind === 'stream'
-      ? { kind: 'stream', events: value as AsyncIterableIterator<StreamResponse> }
-      : { kind: 'unary', value }
+  async run (spec: MethodSpec, params: unknown, version: string | undefined, context: CallContext, request?: FastifyRequest): Promise<CallResult> {
+    const call: InterceptedCall = { params, request }
+    const complete = this.#completion(context, call)
+    try {
+      for (const interceptor of this.#options.interceptors) await interceptor.before?.(context, call)
+      const checked = spec.validate.check(params ?? {})
+      if (!checked.ok) throw invalidParams(checked.violations)
+      this.#checkVersion(version)
+      context.extensions = this.#activate(context.extensions)
+      const tenant = (checked.value as { tenant?: unknown }).tenant
+      if (context.tenant === '' && typeof tenant === 'string') context.tenant = tenant
+      if (context.tenant !== '' && !this.#options.handler.isolatesTenants) {
+        throw new UnsupportedOperationError(`tenant "${context.tenant}": this server's stores cannot keep tenants apart`)
+      }
+      const value = await spec.invoke(this.#options.handler, checked.value, context)
+      if (spec.kind === 'unary') {
+        complete({ status: 'succeeded' })
+        return { kind: 'unary', value }
+      }
+      return { kind: 'stream', events: observeEnd(value as AsyncIterableIterator<StreamResponse>, complete) }
+    } catch (error) {
+      complete({ status: 'failed', error: toA2AError(error) })
+      throw error
+    }
+  }
+
+  /** The once-only completion of a call: every interceptor's onComplete, errors logged, never thrown. */
+  #completion (context: CallContext, call: InterceptedCall): (outcome: CallOutcome) => void {
+    let done = false
+    return (outcome) => {
+      if (done) return
+      done = true
+      for (const interceptor of this.#options.interceptors) {
+        if (interceptor.onComplete === undefined) continue
+        Promise.resolve()
+          .then(() => interceptor.onComplete?.(context, outcome, call))
+          .catch((error: unknown) => this.#options.logger.error({ err: error }, 'interceptor onComplete failed'))
+      }
+    }
   }
 
   #checkVersion (version: string | undefined): void {

@@ -24,7 +24,7 @@ export function buildCard (input: AgentCardInput, bindings: readonly ServedBindi
   return { ...input, supportedInterfaces: [...served, ...(input.supportedInterfaces ?? [])] }
 }
 
-interface RenderedCard {
+export interface RenderedCard {
   body: string
   etag: string
 }
@@ -45,14 +45,14 @@ export function etagMatches (ifNoneMatch: string | undefined, etag: string): boo
 
 export interface CardRouteOptions {
   /** The card for a request: fixed when a public URL is configured, else built from the request's origin. */
-  cardFor (request: FastifyRequest): RenderedCard
+  cardFor (request: FastifyRequest): RenderedCard | Promise<RenderedCard>
   /** Cache-Control max-age, in seconds. */
   maxAge: number
 }
 
 export async function cardRoute (fastify: FastifyInstance, options: CardRouteOptions): Promise<void> {
   fastify.get(AGENT_CARD_PATH, async (request, reply) => {
-    const { body, etag } = options.cardFor(request)
+    const { body, etag } = await options.cardFor(request)
     reply.header('etag', etag).header('cache-control', `public, max-age=${options.maxAge}`)
     if (etagMatches(request.headers['if-none-match'], etag)) return reply.code(304).send()
     return reply.type('application/json').send(body)

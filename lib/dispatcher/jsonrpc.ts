@@ -1,7 +1,7 @@
 // The JSON-RPC binding (spec §9): POST at the plugin's root path, one JSON-RPC request
 // per body, SSE for the two streaming methods.
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { InvalidAgentResponseError, toA2AError, type A2AError } from '../errors/index.js'
+import { InvalidAgentResponseError, errorHeaders, toA2AError, type A2AError } from '../errors/index.js'
 import type { CallContext } from '../handler/executor.js'
 import { requestedExtensions, requestedVersion, serviceParamsFromHeaders } from '../service-params.js'
 import type { CallRunner } from './call.js'
@@ -20,9 +20,13 @@ export function logInternal (source: { log: FastifyBaseLogger }, error: A2AError
   if (error.row.httpStatus >= 500) source.log.error({ err: error.cause ?? error }, 'A2A call failed')
 }
 
-function sendError (request: FastifyRequest, reply: FastifyReply, id: JsonRpcId, error: A2AError, status = 200): FastifyReply {
+/** HTTP statuses a JSON-RPC error keeps: refusals before the call is served. Any other error is a 200. */
+const REFUSAL_STATUSES = new Set([401, 403, 413, 429])
+
+function sendError (request: FastifyRequest, reply: FastifyReply, id: JsonRpcId, error: A2AError): FastifyReply {
   logInternal(request, error)
-  return reply.code(status).type('application/json').send(failure(id, error))
+  const status = REFUSAL_STATUSES.has(error.row.httpStatus) ? error.row.httpStatus : 200
+  return reply.code(status).headers(errorHeaders(error)).type('application/json').send(failure(id, error))
 }
 
 export async function jsonRpcDispatcher (fastify: FastifyInstance, options: JsonRpcDispatcherOptions): Promise<void> {
@@ -33,8 +37,7 @@ export async function jsonRpcDispatcher (fastify: FastifyInstance, options: Json
   fastify.addContentTypeParser('*', { parseAs: 'string', bodyLimit: options.bodyLimit }, (_request, body, done) => done(null, body))
 
   fastify.setErrorHandler((error, request, reply) => {
-    const a2aError = toA2AError(error, options.bodyLimit)
-    return sendError(request, reply, null, a2aError, a2aError.row.httpStatus === 413 ? 413 : 200)
+    return sendError(request, reply, null, toA2AError(error, options.bodyLimit))
   })
 
   fastify.post('/', async (request, reply) => {
@@ -55,7 +58,7 @@ export async function jsonRpcDispatcher (fastify: FastifyInstance, options: Json
     // A streaming method's only answer is its stream: as a notification it is not run.
     if (notification && method.kind === 'stream') return reply.code(204).send()
     try {
-      const result = await runner.run(method, params, requestedVersion(serviceParams, request.query), context)
+      const result = await runner.run(method, params, requestedVersion(serviceParams, request.query), context, request)
       if (context.extensions.length > 0) reply.header('a2a-extensions', context.extensions.join(', '))
       if (notification) {
         if (result.kind === 'stream') await result.events.return?.()

@@ -4,8 +4,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { TObject } from 'typebox'
 import {
-  InvalidAgentResponseError, JsonParseError, MethodNotFoundError, UnsupportedMediaTypeError, invalidParams, toA2AError,
-  toRestError, type A2AError
+  InvalidAgentResponseError, JsonParseError, MethodNotFoundError, UnsupportedMediaTypeError, errorHeaders, invalidParams,
+  toA2AError, toRestError, type A2AError
 } from '../errors/index.js'
 import type { CallContext } from '../handler/executor.js'
 import * as requests from '../schema/requests.js'
@@ -114,7 +114,7 @@ function readBody (request: FastifyRequest): Record<string, unknown> {
 
 function sendError (request: FastifyRequest, reply: FastifyReply, error: A2AError): FastifyReply {
   logInternal(request, error)
-  return reply.code(error.row.httpStatus).type(responseType(request.headers.accept)).send(JSON.stringify(toRestError(error)))
+  return reply.code(error.row.httpStatus).headers(errorHeaders(error)).type(responseType(request.headers.accept)).send(JSON.stringify(toRestError(error)))
 }
 
 export async function restDispatcher (fastify: FastifyInstance, options: RestDispatcherOptions): Promise<void> {
@@ -140,7 +140,7 @@ export async function restDispatcher (fastify: FastifyInstance, options: RestDis
       tenant: path.tenant ?? '',
       extensions: requestedExtensions(serviceParams)
     }
-    const result = await runner.run(spec, params, requestedVersion(serviceParams, request.query), context)
+    const result = await runner.run(spec, params, requestedVersion(serviceParams, request.query), context, request)
     if (context.extensions.length > 0) reply.header('a2a-extensions', context.extensions.join(', '))
     if (result.kind === 'unary') return reply.type(responseType(request.headers.accept)).send(JSON.stringify(result.value))
     // Errors before the first event are plain error responses: read it first.

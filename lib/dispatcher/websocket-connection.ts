@@ -3,6 +3,7 @@
 // socket below, and a thin adapter (websocket.ts) wires a real `ws` socket to it. Every
 // frame is one JSON-RPC message; requests are multiplexed, correlated by id.
 import { JsonParseError, StreamLaggedError, UnavailableError, retryInfo, toA2AError, type A2AError } from '../errors/index.js'
+import type { FastifyRequest } from 'fastify'
 import type { CallContext } from '../handler/executor.js'
 import type { StreamResponse } from '../schema/wire.js'
 import type { ServiceParams } from '../service-params.js'
@@ -45,6 +46,8 @@ export interface ConnectionInfo {
   serviceParams: Readonly<ServiceParams>
   version: string | undefined
   extensions: readonly string[]
+  /** The upgrade request, which the interceptors of every call on the connection see. */
+  request?: FastifyRequest
 }
 
 /** The events an adapter forwards from its socket. */
@@ -97,7 +100,7 @@ export function makeWebSocketServer (options: WebSocketServerOptions): WebSocket
       extensions: [...info.extensions]
     }
     try {
-      const result = await options.runner.run(request.method, request.params, info.version, context)
+      const result = await options.runner.run(request.method, request.params, info.version, context, info.request)
       if (result.kind === 'unary') {
         if (!notification) send(connection, success(id, result.value))
         return

@@ -9,8 +9,9 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { WebSocket } from 'ws'
 import type {} from '@fastify/websocket'
 import {
-  OriginNotAllowedError, UnavailableError, VersionNotSupportedError, toRestError, type A2AError
+  OriginNotAllowedError, UnavailableError, VersionNotSupportedError, errorHeaders, toA2AError, toRestError, type A2AError
 } from '../errors/index.js'
+import type { A2AInterceptor } from '../interceptors/types.js'
 import { requestedExtensions, requestedVersion, serviceParamsFromHeaders } from '../service-params.js'
 import type { ConnectionInfo, WebSocketLike, WebSocketServer } from './websocket-connection.js'
 
@@ -29,10 +30,12 @@ export interface WebSocketDispatcherOptions {
   /** WebSocket connections held at once; undefined = no cap. */
   maxConnections?: number
   allowMissingVersion: boolean
+  /** Their `onUpgrade` hooks run before the 101 (e.g. a credential refused at the upgrade). */
+  interceptors: readonly A2AInterceptor[]
 }
 
 function refuse (reply: FastifyReply, error: A2AError): FastifyReply {
-  return reply.code(error.row.httpStatus).type('application/a2a+json').send(JSON.stringify(toRestError(error)))
+  return reply.code(error.row.httpStatus).headers(errorHeaders(error)).type('application/a2a+json').send(JSON.stringify(toRestError(error)))
 }
 
 function adapt (socket: WebSocket): WebSocketLike {
@@ -70,11 +73,17 @@ export async function webSocketDispatcher (fastify: FastifyInstance, options: We
         .with({ metadata: { requestedVersion: requested, supportedVersions: '1.0' } }))
       return
     }
+    try {
+      for (const interceptor of options.interceptors) await interceptor.onUpgrade?.(request, serviceParams)
+    } catch (error) {
+      await refuse(reply, toA2AError(error))
+      return
+    }
     // A browser can only send the version in the query string: it is a parameter all the same.
     if (version !== undefined) serviceParams['a2a-version'] = version
     serviceParams[':path'] = request.url.split('?')[0] as string
     serviceParams[':connection-id'] = randomUUID()
-    handshakes.set(request, { serviceParams: Object.freeze(serviceParams), version, extensions: requestedExtensions(serviceParams) })
+    handshakes.set(request, { serviceParams: Object.freeze(serviceParams), version, extensions: requestedExtensions(serviceParams), request })
     // The slot is held from the handshake until the TCP connection closes.
     reserved++
     request.raw.socket.once('close', () => { reserved-- })

@@ -72,6 +72,7 @@ export const PayloadTooLargeError = define('PayloadTooLarge')
 export const UnsupportedMediaTypeError = define('UnsupportedMediaType')
 export const UnauthenticatedError = define('Unauthenticated')
 export const PermissionDeniedError = define('PermissionDenied')
+export const RateLimitedError = define('RateLimited')
 export const OriginNotAllowedError = define('OriginNotAllowed')
 export const UnavailableError = define('Unavailable')
 export const StreamLaggedError = define('StreamLagged')
@@ -115,6 +116,19 @@ export function errorDetails (error: A2AError): ErrorDetail[] {
   const info: ErrorDetail = { '@type': `${TYPE_PREFIX}ErrorInfo`, reason, domain: domain ?? A2A_DOMAIN }
   if (error.metadata !== undefined) info.metadata = error.metadata
   return domain === BINDING_DOMAIN ? [...extra, info] : [info, ...extra]
+}
+
+/**
+ * HTTP headers that go with the error on the HTTP bindings: the challenge of a refused
+ * credential (WWW-Authenticate) and the delay of a RetryInfo detail (Retry-After, seconds).
+ */
+export function errorHeaders (error: A2AError): Record<string, string> {
+  const headers: Record<string, string> = {}
+  const challenge = error.metadata?.['www-authenticate']
+  if (challenge !== undefined) headers['www-authenticate'] = challenge
+  const retry = error.details?.find(detail => detail['@type'] === `${TYPE_PREFIX}RetryInfo`)
+  if (typeof retry?.retryDelay === 'string') headers['retry-after'] = String(Math.ceil(Number.parseFloat(retry.retryDelay)))
+  return headers
 }
 
 export interface JsonRpcErrorObject {

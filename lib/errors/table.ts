@@ -40,6 +40,7 @@ export const errorTable = {
   UnsupportedMediaType: { code: 'A2A_ERR_UNSUPPORTED_MEDIA_TYPE', message: 'Unsupported media type %s: send application/a2a+json or application/json', jsonRpcCode: -32600, httpStatus: 415, grpcStatus: 'INVALID_ARGUMENT' },
   Unauthenticated: { code: 'A2A_ERR_UNAUTHENTICATED', message: 'authentication required', jsonRpcCode: -32600, httpStatus: 401, grpcStatus: 'UNAUTHENTICATED', reason: 'UNAUTHENTICATED', domain: BINDING_DOMAIN },
   PermissionDenied: { code: 'A2A_ERR_PERMISSION_DENIED', message: 'permission denied', jsonRpcCode: -32600, httpStatus: 403, grpcStatus: 'PERMISSION_DENIED', reason: 'PERMISSION_DENIED', domain: BINDING_DOMAIN },
+  RateLimited: { code: 'A2A_ERR_RATE_LIMITED', message: 'Rate limit exceeded: %d calls per %d ms', jsonRpcCode: -32603, httpStatus: 429, grpcStatus: 'RESOURCE_EXHAUSTED' },
   OriginNotAllowed: { code: 'A2A_ERR_ORIGIN_NOT_ALLOWED', message: 'Origin %s is not allowed', jsonRpcCode: -32600, httpStatus: 403, grpcStatus: 'PERMISSION_DENIED' },
   Unavailable: { code: 'A2A_ERR_UNAVAILABLE', message: 'Service unavailable: %s', jsonRpcCode: -32603, httpStatus: 503, grpcStatus: 'UNAVAILABLE' },
   StreamLagged: { code: 'A2A_ERR_STREAM_LAGGED', message: 'Stream subscriber fell behind; %d events dropped', jsonRpcCode: -32603, httpStatus: 500, grpcStatus: 'RESOURCE_EXHAUSTED', reason: 'STREAM_LAGGED', domain: BINDING_DOMAIN }

@@ -14,6 +14,8 @@ export interface CallContext {
   tenant: string
   /** The caller's identity, set by an interceptor; undefined when none authenticated the call. */
   identity?: unknown
+  /** The caller's scopes, set by an interceptor. */
+  scopes?: string[]
   /** Extensions requested by the client (A2A-Extensions) that this agent supports. */
   extensions: string[]
 }

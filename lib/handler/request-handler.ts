@@ -149,6 +149,11 @@ export class RequestHandler {
     return this.#options.bus
   }
 
+  /** Can a call be scoped to a tenant? Only when both stores keep tenants apart. */
+  get isolatesTenants (): boolean {
+    return this.#options.taskStore.isolatesTenants === true && this.#options.pushConfigStore.isolatesTenants === true
+  }
+
   /** Tasks this process is changing right now. */
   get activeTasks (): number {
     return this.#runs.size

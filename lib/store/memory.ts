@@ -44,6 +44,7 @@ function before (a: Entry, b: Entry): number {
 }
 
 export class MemoryTaskStore implements TaskStore {
+  readonly isolatesTenants = true
   readonly #tasks = new Map<string, Entry>()
   /** Keys of terminal tasks in the order they became terminal: the TTL sweep reads from the front. */
   readonly #terminal = new Map<string, number>()
@@ -163,6 +164,7 @@ export class MemoryTaskStore implements TaskStore {
 }
 
 export class MemoryPushConfigStore implements PushConfigStore {
+  readonly isolatesTenants = true
   /** task key → (config id → config), in creation order. */
   readonly #configs = new Map<string, Map<string, TaskPushNotificationConfig>>()
 

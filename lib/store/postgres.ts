@@ -161,6 +161,7 @@ interface TaskRow {
 const json = (value: unknown): string => JSON.stringify(value)
 
 export class PostgresTaskStore implements TaskStore {
+  readonly isolatesTenants = true
   readonly #pool: pg.Pool
   readonly #S: string
   readonly #ttl: number | undefined
@@ -323,6 +324,7 @@ function assemble (row: TaskRow): Task {
 }
 
 export class PostgresPushConfigStore implements PushConfigStore {
+  readonly isolatesTenants = true
   readonly #pool: pg.Pool
   readonly #S: string
 

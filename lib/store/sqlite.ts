@@ -128,6 +128,7 @@ interface ChunkRow {
 const json = (value: unknown): string => JSON.stringify(value)
 
 export class SqliteTaskStore implements TaskStore {
+  readonly isolatesTenants = true
   readonly #db: Database.Database
   readonly #ttl: number | undefined
   readonly #now: () => number
@@ -286,6 +287,7 @@ export class SqliteTaskStore implements TaskStore {
 }
 
 export class SqlitePushConfigStore implements PushConfigStore {
+  readonly isolatesTenants = true
   readonly #statements
 
   constructor (db: Database.Database) {

@@ -33,6 +33,8 @@ export interface ListTasksPage {
 }
 
 export interface TaskStore {
+  /** True when every read and write is scoped by tenant; a server refuses tenants otherwise. */
+  readonly isolatesTenants?: boolean
   /** Stores a new task. */
   create (task: Task, scope: Scope): Promise<void>
   /**
@@ -67,6 +69,8 @@ export interface PushConfigPage {
 }
 
 export interface PushConfigStore {
+  /** True when every read and write is scoped by tenant. */
+  readonly isolatesTenants?: boolean
   /** Stores the config (its `id` and `taskId` set), replacing one with the same id. */
   set (config: StoredPushConfig, scope: Scope): Promise<void>
   get (taskId: string, id: string, scope: Scope): Promise<TaskPushNotificationConfig | undefined>

@@ -216,6 +216,8 @@ export function storeContract (t: Test, factory: StoreFactory): void {
 
   t.test('tenant isolation: the same id in two tenants are two tasks; neither sees the other', async t => {
     const { taskStore, pushConfigStore } = await fresh(t)
+    t.equal(taskStore.isolatesTenants, true, 'the task store declares tenant isolation')
+    t.equal(pushConfigStore.isolatesTenants, true, 'the push-config store declares tenant isolation')
     await taskStore.create({ ...newTask('same', 'TASK_STATE_WORKING', 1, 'ctx-a'), history: [message('from a', 'ROLE_USER', 'same')] }, A)
     await taskStore.create(newTask('only-a', 'TASK_STATE_WORKING', 2, 'ctx-a'), A)
     await taskStore.create(newTask('same', 'TASK_STATE_SUBMITTED', 3, 'ctx-b'), B)

@@ -1,0 +1,61 @@
+// Built-in rate limiting: a fixed window per caller (its identity, else its IP), on
+// every call of every binding and every WebSocket frame. Counters live in a store of
+// @fastify/rate-limit's interface: its LocalStore by default, its RedisStore (or any
+// store of that shape) to share one budget across instances.
+import type { FastifyRequest } from 'fastify'
+import LocalStore from '@fastify/rate-limit/store/LocalStore.js'
+import RedisStore from '@fastify/rate-limit/store/RedisStore.js'
+import { RateLimitedError, retryInfo } from '../errors/index.js'
+import type { CallContext } from '../handler/executor.js'
+import type { A2AInterceptor } from './types.js'
+
+/** @fastify/rate-limit's store interface. */
+export interface RateLimitStore {
+  incr (key: string, callback: (error: Error | null, result?: { current: number, ttl: number }) => void, timeWindow: number, max: number): void
+}
+
+export interface RateLimitOptions {
+  /** Calls allowed per caller per window. */
+  max: number
+  /** The window, in ms. Default 60,000. */
+  timeWindow?: number
+  /** A store of @fastify/rate-limit's interface. Default: its in-memory LocalStore. */
+  store?: RateLimitStore
+  /** An ioredis client: counters in Redis through @fastify/rate-limit's RedisStore. */
+  redis?: unknown
+  /** The caller's key. Default: the identity's subject, else the client IP. */
+  keyGenerator?: (context: CallContext, request: FastifyRequest | undefined) => string
+}
+
+function callerKey (context: CallContext, request: FastifyRequest | undefined): string {
+  const subject = (context.identity as { subject?: unknown } | undefined)?.subject
+  if (typeof subject === 'string' && subject !== '') return `id:${subject}`
+  return `ip:${request?.ip ?? 'unknown'}`
+}
+
+export function rateLimit (options: RateLimitOptions): A2AInterceptor {
+  const timeWindow = options.timeWindow ?? 60_000
+  const { max } = options
+  const store: RateLimitStore = options.store ??
+    (options.redis !== undefined ? new RedisStore(false, false, options.redis, 'fastify-a2a-rate-limit-') : new LocalStore(false, false, 5000))
+  const keyOf = options.keyGenerator ?? callerKey
+
+  const count = (key: string) => new Promise<{ current: number, ttl: number }>((resolve, reject) => {
+    store.incr(key, (error, result) => {
+      if (error !== null || result === undefined) {
+        reject(error ?? new Error('the rate-limit store gave no count'))
+        return
+      }
+      // LocalStore hands back its live record: calls counted in the same tick (frames of
+      // one TCP read) would all read the last count. Each call keeps its own.
+      resolve({ current: result.current, ttl: result.ttl })
+    }, timeWindow, max)
+  })
+
+  return {
+    async before (context, call) {
+      const { current, ttl } = await count(keyOf(context, call.request))
+      if (current > max) throw new RateLimitedError(max, timeWindow).with({ details: [retryInfo(ttl)] })
+    }
+  }
+}

@@ -1,0 +1,178 @@
+// Built-in authentication (issue 5): bearer tokens, API keys and JWTs, refused in each
+// binding's own shape, checked on every call and every WebSocket frame, and advertised
+// in the card from the same configuration.
+import Fastify from 'fastify'
+import t from 'tap'
+import { SignJWT, exportJWK, generateKeyPair } from 'jose'
+import { post, startServer, userMessage, V1 } from './helpers/server.js'
+import { rest } from './helpers/rest.js'
+import { connect, refusedUpgrade, wsUrl } from './helpers/ws.js'
+
+const rpc = (method: string, params: unknown) => ({ jsonrpc: '2.0', id: 1, method, params })
+const challenge = 'Bearer realm="a2a"'
+
+t.test('bearer: refusal shapes on JSON-RPC, REST and WebSocket; success with the token', async t => {
+  const server = await startServer({ auth: { bearer: { tokens: ['s3cret'] } } })
+  t.teardown(() => server.close())
+
+  const anonymous = await post(server.endpoint, rpc('GetTask', { id: 'x' }))
+  t.equal(anonymous.status, 401)
+  t.equal(anonymous.headers.get('www-authenticate'), challenge)
+  t.same(anonymous.body, {
+    jsonrpc: '2.0',
+    id: 1,
+    error: { code: -32600, message: 'authentication required', data: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'UNAUTHENTICATED', domain: 'a2a-rust.com', metadata: { 'www-authenticate': challenge } }] }
+  })
+  const wrong = await post(server.endpoint, rpc('GetTask', { id: 'x' }), { ...V1, authorization: 'Bearer nope' })
+  t.equal(wrong.status, 401)
+  t.equal(wrong.headers.get('www-authenticate'), `${challenge}, error="invalid_token"`)
+  const ok = await post(server.endpoint, rpc('GetTask', { id: 'x' }), { ...V1, authorization: 'Bearer s3cret' })
+  t.equal(ok.status, 200)
+  t.equal(ok.body.error.code, -32001, 'authenticated: the call itself runs')
+
+  const restRefused = await rest(server.endpoint, 'GET', '/tasks/x')
+  t.equal(restRefused.status, 401)
+  t.equal(restRefused.headers.get('www-authenticate'), challenge)
+  t.same(restRefused.body, {
+    error: { code: 401, status: 'UNAUTHENTICATED', message: 'authentication required', details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'UNAUTHENTICATED', domain: 'a2a-rust.com', metadata: { 'www-authenticate': challenge } }] }
+  })
+  t.equal((await rest(server.endpoint, 'GET', '/tasks/x', { headers: { ...V1, authorization: 'Bearer s3cret' } })).status, 404)
+
+  const ws = await connect(wsUrl(server.origin))
+  t.same((await ws.request('GetTask', { id: 'x' }, 'w')).error.data[0], { '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'UNAUTHENTICATED', domain: 'a2a-rust.com', metadata: { 'www-authenticate': challenge } })
+  ws.close()
+  const wsOk = await connect(wsUrl(server.origin), { headers: { authorization: 'Bearer s3cret' } })
+  t.equal((await wsOk.request('SendMessage', { message: userMessage('hi') })).result.task.status.state, 'TASK_STATE_COMPLETED')
+  wsOk.close()
+
+  t.equal((await fetch(`${server.origin}/.well-known/agent-card.json`)).status, 200, 'the public card stays public')
+})
+
+t.test('the card declares the configured schemes, not written twice', async t => {
+  const server = await startServer({ auth: { bearer: { tokens: ['a'] }, apiKey: { name: 'X-API-Key', keys: ['k'] } } })
+  t.teardown(() => server.close())
+  const card = await (await fetch(`${server.origin}/.well-known/agent-card.json`)).json()
+  t.same(card.securitySchemes, {
+    bearer: { httpAuthSecurityScheme: { scheme: 'Bearer' } },
+    apiKey: { apiKeySecurityScheme: { location: 'header', name: 'X-API-Key' } }
+  })
+  t.same(card.securityRequirements, [{ schemes: { bearer: { list: [] } } }, { schemes: { apiKey: { list: [] } } }])
+})
+
+t.test('API key in a header or the query string, on every binding', async t => {
+  const server = await startServer({ auth: { apiKey: { name: 'X-API-Key', keys: ['key-1'] } } })
+  t.teardown(() => server.close())
+  const refused = await post(server.endpoint, rpc('GetTask', { id: 'x' }))
+  t.equal(refused.status, 401)
+  t.equal(refused.headers.get('www-authenticate'), 'ApiKey realm="a2a", header="X-API-Key"')
+  t.equal((await post(server.endpoint, rpc('GetTask', { id: 'x' }), { ...V1, 'x-api-key': 'key-1' })).body.error.code, -32001)
+  t.equal((await rest(server.endpoint, 'GET', '/tasks/x', { headers: { ...V1, 'x-api-key': 'key-1' } })).status, 404)
+
+  const query = await startServer({ auth: { apiKey: { name: 'api_key', in: 'query', keys: ['key-2'] } } })
+  t.teardown(() => query.close())
+  t.equal((await post(`${query.endpoint}/?api_key=key-2`, rpc('GetTask', { id: 'x' }))).body.error.code, -32001)
+  t.equal((await post(`${query.endpoint}/?api_key=wrong`, rpc('GetTask', { id: 'x' }))).status, 401)
+  const browserLike = await connect(`${wsUrl(query.origin)}&api_key=key-2`)
+  t.equal((await browserLike.request('GetTask', { id: 'x' })).error.code, -32001, 'a browser WebSocket can authenticate by query')
+  browserLike.close()
+})
+
+t.test('a verify function sets the identity the executor sees', async t => {
+  let seen: unknown
+  const server = await startServer({
+    auth: { bearer: { verify: (token) => token === 'alice-token' ? { subject: 'alice', scopes: ['tasks:read'] } : undefined } },
+    executor: { async execute (context, events) { seen = context.identity; await events.completed() } }
+  })
+  t.teardown(() => server.close())
+  await post(server.endpoint, rpc('SendMessage', { message: userMessage('x') }), { ...V1, authorization: 'Bearer alice-token' })
+  t.same(seen, { subject: 'alice', scopes: ['tasks:read'], scheme: 'bearer' })
+  t.equal((await post(server.endpoint, rpc('GetTask', { id: 'x' }), { ...V1, authorization: 'Bearer bob-token' })).status, 401)
+})
+
+t.test('JWT: issuer, audience, expiry and scopes, with a key or a JWKS URL', async t => {
+  const { publicKey, privateKey } = await generateKeyPair('ES256')
+  const token = (claims: Record<string, unknown>, expires = '5m') => new SignJWT(claims).setProtectedHeader({ alg: 'ES256', kid: 'k1' })
+    .setIssuer('https://issuer.example').setAudience('a2a').setSubject('carol').setIssuedAt().setExpirationTime(expires).sign(privateKey)
+
+  const jwks = Fastify()
+  const jwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'ES256' }
+  jwks.get('/jwks.json', async () => ({ keys: [jwk] }))
+  await jwks.listen({ host: '127.0.0.1', port: 0 })
+  t.teardown(() => jwks.close())
+  const jwksUrl = `http://127.0.0.1:${(jwks.server.address() as { port: number }).port}/jwks.json`
+
+  for (const jwt of [{ key: publicKey }, { jwksUrl }]) {
+    const server = await startServer({ auth: { jwt: { ...jwt, issuer: 'https://issuer.example', audience: 'a2a', requiredScopes: ['a2a:call'] } } })
+    t.teardown(() => server.close())
+    const send = (bearer: string) => post(server.endpoint, rpc('GetTask', { id: 'x' }), { ...V1, authorization: `Bearer ${bearer}` })
+    t.equal((await send(await token({ scope: 'a2a:call other' }))).body.error.code, -32001, 'a valid token')
+    const forbidden = await send(await token({ scope: 'other' }))
+    t.equal(forbidden.status, 403)
+    t.equal(forbidden.headers.get('www-authenticate'), `${challenge}, error="insufficient_scope", scope="a2a:call"`)
+    t.same(forbidden.body.error, { code: -32600, message: 'permission denied', data: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'PERMISSION_DENIED', domain: 'a2a-rust.com', metadata: { 'www-authenticate': `${challenge}, error="insufficient_scope", scope="a2a:call"` } }] })
+    const restForbidden = await rest(server.endpoint, 'GET', '/tasks/x', { headers: { ...V1, authorization: `Bearer ${await token({ scope: 'other' })}` } })
+    t.same([restForbidden.status, restForbidden.body.error.status], [403, 'PERMISSION_DENIED'])
+    t.equal((await send(await token({ scope: 'a2a:call' }, '-1m'))).status, 401, 'expired')
+    const otherIssuer = await new SignJWT({ scope: 'a2a:call' }).setProtectedHeader({ alg: 'ES256' }).setIssuer('https://evil.example').setAudience('a2a').setExpirationTime('5m').sign(privateKey)
+    t.equal((await send(otherIssuer)).status, 401, 'wrong issuer')
+    const card = await (await fetch(`${server.origin}/.well-known/agent-card.json`)).json()
+    t.same(card.securitySchemes, { jwt: { httpAuthSecurityScheme: { scheme: 'Bearer', bearerFormat: 'JWT' } } })
+    t.same(card.securityRequirements, [{ schemes: { jwt: { list: ['a2a:call'] } } }])
+  }
+})
+
+t.test('over WebSocket a token that expires is refused from then on; the connection stays open', async t => {
+  const { publicKey, privateKey } = await generateKeyPair('ES256')
+  const server = await startServer({ auth: { jwt: { key: publicKey } } })
+  t.teardown(() => server.close())
+  const expiresAt = Math.floor(Date.now() / 1000) + 2
+  const token = await new SignJWT({}).setProtectedHeader({ alg: 'ES256' }).setSubject('dave').setExpirationTime(expiresAt).sign(privateKey)
+  const client = await connect(wsUrl(server.origin), { headers: { authorization: `Bearer ${token}` } })
+  t.teardown(() => client.close())
+  t.equal((await client.request('GetTask', { id: 'x' })).error.code, -32001)
+  await new Promise(resolve => setTimeout(resolve, Math.max(0, expiresAt * 1000 - Date.now()) + 100))
+  const refused = await client.request('GetTask', { id: 'x' })
+  t.equal(refused.error.code, -32600)
+  t.equal(refused.error.data[0].reason, 'UNAUTHENTICATED')
+  t.equal(refused.error.data[0].metadata['www-authenticate'], `${challenge}, error="invalid_token"`)
+  t.equal(client.socket.readyState, client.socket.OPEN)
+})
+
+t.test('refuseAtUpgrade: an upgrade without a valid credential gets 401 before the 101', async t => {
+  const server = await startServer({ auth: { bearer: { tokens: ['t'] }, refuseAtUpgrade: true } })
+  t.teardown(() => server.close())
+  const refused = await refusedUpgrade(wsUrl(server.origin))
+  t.equal(refused.status, 401)
+  t.equal(refused.headers['www-authenticate'], challenge)
+  t.same(refused.body.error.status, 'UNAUTHENTICATED')
+  const ok = await connect(wsUrl(server.origin), { headers: { authorization: 'Bearer t' } })
+  ok.close()
+})
+
+t.test('the extended card: only to authenticated callers, from a provider that sees the caller', async t => {
+  const { conformanceCard } = await import('../examples/agent.js')
+  const server = await startServer({
+    auth: { bearer: { verify: (token) => ({ subject: token }) } },
+    extendedCard: (context) => ({ ...conformanceCard, name: `card for ${(context.identity as { subject: string }).subject}` })
+  })
+  t.teardown(() => server.close())
+  t.equal((await post(server.endpoint, rpc('GetExtendedAgentCard', {}))).status, 401)
+  const card = await post(server.endpoint, rpc('GetExtendedAgentCard', {}), { ...V1, authorization: 'Bearer erin' })
+  t.equal(card.body.result.name, 'card for erin')
+  t.same(card.body.result.securitySchemes, { bearer: { httpAuthSecurityScheme: { scheme: 'Bearer' } } })
+  t.equal((await rest(server.endpoint, 'GET', '/extendedAgentCard')).status, 401)
+})
+
+t.test('bad auth options fail registration, naming the option', async t => {
+  const { a2aWebSocket } = await import('../lib/index.js')
+  const { conformanceAgent, conformanceCard } = await import('../examples/agent.js')
+  const register = async (auth: object) => {
+    const fastify = Fastify()
+    await fastify.register(a2aWebSocket, { executor: conformanceAgent, card: conformanceCard, auth } as any)
+    await fastify.ready()
+  }
+  await t.rejects(register({}), { message: 'Invalid option auth: must configure bearer, apiKey or jwt' })
+  await t.rejects(register({ bearer: { tokens: [] } }), { message: 'Invalid option auth.bearer.tokens: must be a non-empty array of non-empty strings' })
+  await t.rejects(register({ apiKey: { name: 'bad name', keys: ['k'] } }), { message: /auth\.apiKey\.name/ })
+  await t.rejects(register({ jwt: {} }), { message: 'Invalid option auth.jwt: needs exactly one of jwksUrl and key' })
+})

@@ -1,0 +1,33 @@
+// CORS through @fastify/cors (issue 5): preflight for the JSON-RPC and REST routes with
+// the A2A service parameters allowed and the headers a client reads exposed.
+import t from 'tap'
+import { post, startServer } from './helpers/server.js'
+
+t.test('preflight and response headers on the A2A routes and the card', async t => {
+  const server = await startServer({ cors: { origin: ['https://app.example.com'] }, prefix: '/a2a', auth: { apiKey: { name: 'X-API-Key', keys: ['k'] } } })
+  t.teardown(() => server.close())
+  for (const path of ['/a2a', '/a2a/message:send']) {
+    const preflight = await fetch(server.origin + path, {
+      method: 'OPTIONS',
+      headers: { origin: 'https://app.example.com', 'access-control-request-method': 'POST', 'access-control-request-headers': 'a2a-version, content-type' }
+    })
+    t.equal(preflight.status, 204, path)
+    t.equal(preflight.headers.get('access-control-allow-origin'), 'https://app.example.com')
+    t.same(preflight.headers.get('access-control-allow-headers')?.split(',').map(h => h.trim()).sort(),
+      ['a2a-extensions', 'a2a-version', 'authorization', 'content-type', 'x-api-key'])
+  }
+  const reply = await post(`${server.origin}/a2a`, { jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: 'x' } }, { 'a2a-version': '1.0', origin: 'https://app.example.com', 'x-api-key': 'k' })
+  t.equal(reply.headers.get('access-control-allow-origin'), 'https://app.example.com')
+  t.same(reply.headers.get('access-control-expose-headers')?.split(',').map(h => h.trim()), ['a2a-version', 'a2a-extensions', 'www-authenticate', 'retry-after'])
+  const card = await fetch(`${server.origin}/.well-known/agent-card.json`, { headers: { origin: 'https://app.example.com' } })
+  t.equal(card.headers.get('access-control-allow-origin'), 'https://app.example.com')
+  const other = await fetch(`${server.origin}/.well-known/agent-card.json`, { headers: { origin: 'https://evil.example' } })
+  t.equal(other.headers.get('access-control-allow-origin'), null)
+})
+
+t.test('off by default', async t => {
+  const server = await startServer()
+  t.teardown(() => server.close())
+  const reply = await post(server.endpoint, { jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: 'x' } }, { 'a2a-version': '1.0', origin: 'https://app.example.com' })
+  t.equal(reply.headers.get('access-control-allow-origin'), null)
+})

@@ -1,0 +1,117 @@
+// The interceptor chain (issue 5): one definition on every binding and every WebSocket
+// frame; it refuses, enriches, and sees each call's outcome exactly once, also when the
+// client leaves mid-stream.
+import http from 'node:http'
+import Fastify from 'fastify'
+import t from 'tap'
+import { a2aWebSocket, PermissionDeniedError, type A2AInterceptor, type CallOutcome } from '../lib/index.js'
+import { conformanceAgent, conformanceCard } from '../examples/agent.js'
+import { eventually, post, startServer, userMessage, V1 } from './helpers/server.js'
+import { rest } from './helpers/rest.js'
+import { connect, wsUrl } from './helpers/ws.js'
+
+interface Seen { binding: string, method: string, outcome?: CallOutcome['status'], reason?: string }
+
+function recorder () {
+  const calls: Seen[] = []
+  const interceptor: A2AInterceptor = {
+    before (context) { calls.push({ binding: context.binding, method: context.method }) },
+    onComplete (context, outcome) {
+      const call = calls.find(c => c.method === context.method && c.binding === context.binding && c.outcome === undefined)
+      if (call === undefined) throw new Error('onComplete without before, or twice')
+      call.outcome = outcome.status
+      if (outcome.status === 'failed') call.reason = outcome.error.code
+    }
+  }
+  return { calls, interceptor }
+}
+
+t.test('one interceptor sees every call on every binding, with its outcome', async t => {
+  const { calls, interceptor } = recorder()
+  const server = await startServer({ interceptors: [interceptor] })
+  t.teardown(() => server.close())
+  await post(server.endpoint, { jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: userMessage('x') } })
+  await rest(server.endpoint, 'GET', '/tasks/missing')
+  const ws = await connect(wsUrl(server.origin))
+  await ws.stream('SendStreamingMessage', { message: userMessage('stream 2') })
+  await ws.request('GetTask', { id: 'x' })
+  ws.close()
+  await eventually(() => calls.length === 4 && calls.every(c => c.outcome !== undefined))
+  t.same(calls, [
+    { binding: 'JSONRPC', method: 'SendMessage', outcome: 'succeeded' },
+    { binding: 'HTTP+JSON', method: 'GetTask', outcome: 'failed', reason: 'A2A_ERR_TASK_NOT_FOUND' },
+    { binding: 'https://a2a-rust.com/bindings/websocket/v1', method: 'SendStreamingMessage', outcome: 'succeeded' },
+    { binding: 'https://a2a-rust.com/bindings/websocket/v1', method: 'GetTask', outcome: 'failed', reason: 'A2A_ERR_TASK_NOT_FOUND' }
+  ])
+})
+
+t.test('onComplete runs once with "cancelled" when the client drops mid-stream (SSE and WebSocket)', async t => {
+  const { calls, interceptor } = recorder()
+  const server = await startServer({ interceptors: [interceptor] })
+  t.teardown(() => server.close())
+  await new Promise<void>((resolve, reject) => {
+    const request = http.request(server.endpoint, { method: 'POST', headers: { 'content-type': 'application/json', ...V1 } }, (response) => {
+      response.once('data', () => { request.destroy(); resolve() })
+    })
+    request.on('error', () => {})
+    request.end(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendStreamingMessage', params: { message: userMessage('hold') } }))
+    setTimeout(() => reject(new Error('no event')), 3000)
+  })
+  const ws = await connect(wsUrl(server.origin))
+  ws.send({ jsonrpc: '2.0', id: 'h', method: 'SendStreamingMessage', params: { message: userMessage('hold') } })
+  await ws.next()
+  ws.socket.terminate()
+  await eventually(() => calls.length === 2 && calls.every(c => c.outcome !== undefined))
+  await new Promise(resolve => setTimeout(resolve, 50))
+  t.same(calls.map(c => [c.binding, c.outcome]), [['JSONRPC', 'cancelled'], ['https://a2a-rust.com/bindings/websocket/v1', 'cancelled']])
+  const tasks = await server.fastify.a2a.taskStore.list({ pageSize: 10, status: 'TASK_STATE_WORKING' }, { tenant: '' })
+  t.equal(tasks.totalSize, 2, 'the tasks go on')
+  for (const task of tasks.tasks) await server.fastify.a2a.handler.cancelTask({ id: task.id }, { binding: 'test', method: 'CancelTask', serviceParams: {}, tenant: '', extensions: [] })
+})
+
+t.test('a refusal from one interceptor is the call\'s answer; the next ones do not run; all complete', async t => {
+  const order: string[] = []
+  const first: A2AInterceptor = { before () { order.push('first') }, onComplete (_c, outcome) { order.push(`first:${outcome.status}`) } }
+  const refusing: A2AInterceptor = { before (context) { order.push('refusing'); if (context.method === 'CancelTask') throw new PermissionDeniedError() } }
+  const last: A2AInterceptor = { before () { order.push('last') } }
+  const server = await startServer({ interceptors: [first, refusing, last] })
+  t.teardown(() => server.close())
+  const reply = await post(server.endpoint, { jsonrpc: '2.0', id: 1, method: 'CancelTask', params: { id: 'x' } })
+  t.equal(reply.status, 403)
+  t.equal(reply.body.error.data.at(-1).reason, 'PERMISSION_DENIED')
+  await eventually(() => order.length === 3)
+  t.same(order, ['first', 'refusing', 'first:failed'])
+})
+
+t.test('enrichment: identity, scopes and tenant set by an interceptor reach the executor', async t => {
+  let seen: any
+  const server = await startServer({
+    interceptors: [{ before (context) { context.identity = { subject: 'zed' }; context.scopes = ['a']; context.tenant = 'acme' } }],
+    executor: { async execute (context, events) { seen = { identity: context.identity, tenant: context.tenant }; await events.completed() } }
+  })
+  t.teardown(() => server.close())
+  const { body } = await post(server.endpoint, { jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: userMessage('x') } })
+  t.same(seen, { identity: { subject: 'zed' }, tenant: 'acme' })
+  const taskId = body.result.task.id
+  t.ok(await server.fastify.a2a.taskStore.get(taskId, { tenant: 'acme' }), 'stored in that tenant')
+  t.equal(await server.fastify.a2a.taskStore.get(taskId, { tenant: '' }), undefined)
+})
+
+t.test('fastify.a2a.addInterceptor adds to the chain of every binding; ordinary Fastify hooks run too', async t => {
+  const fastify = Fastify()
+  const hooks: string[] = []
+  fastify.addHook('onRequest', async (request) => { hooks.push(`hook ${request.method} ${request.url.split('?')[0]}`) })
+  await fastify.register(a2aWebSocket, { executor: conformanceAgent, card: conformanceCard })
+  const methods: string[] = []
+  fastify.a2a.addInterceptor({ before (context) { methods.push(context.method) } })
+  await fastify.listen({ host: '127.0.0.1', port: 0 })
+  t.teardown(() => fastify.close())
+  const origin = `http://127.0.0.1:${(fastify.server.address() as { port: number }).port}`
+  await post(origin, { jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: 'x' } })
+  const ws = await connect(wsUrl(origin))
+  await ws.request('ListTasks', {})
+  ws.close()
+  t.same(methods, ['GetTask', 'ListTasks'])
+  t.same(hooks, ['hook POST /', 'hook GET /'], 'the user\'s hook ran for the JSON-RPC request and for the upgrade')
+  t.throws(() => fastify.a2a.addInterceptor({ before: 'nope' } as any), { code: 'A2A_ERR_INVALID_OPTION' })
+})

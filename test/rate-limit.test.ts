@@ -1,0 +1,91 @@
+// Built-in rate limiting (issue 5): a fixed window per caller on every binding and every
+// WebSocket frame, counted exactly even for frames that arrive in one TCP write.
+import t from 'tap'
+import { post, startServer, userMessage, V1 } from './helpers/server.js'
+import { rest } from './helpers/rest.js'
+import { clientFrame, connect, frameReader, rawUpgrade, wsUrl } from './helpers/ws.js'
+
+const rpc = (id: number) => ({ jsonrpc: '2.0', id, method: 'GetTask', params: { id: 'x' } })
+
+t.test('a burst of 50 frames in one TCP write: exactly max are served, the rest refused with RetryInfo', async t => {
+  const server = await startServer({ rateLimit: { max: 20, timeWindow: 60_000 } })
+  t.teardown(() => server.close())
+  const { socket, rest: head } = await rawUpgrade(server.origin, [], '/?A2A-Version=1.0')
+  t.teardown(() => socket.destroy())
+  const reader = frameReader(socket, head)
+  socket.write(Buffer.concat(Array.from({ length: 50 }, (_, i) => clientFrame(JSON.stringify(rpc(i))))))
+  const frames = []
+  for (let i = 0; i < 50; i++) frames.push(JSON.parse((await reader.next()).payload.toString()))
+  const served = frames.filter(frame => frame.error.code === -32001)
+  const refused = frames.filter(frame => frame.error.code === -32603)
+  t.equal(served.length, 20)
+  t.equal(refused.length, 30)
+  t.same(refused[0].error.message, 'Rate limit exceeded: 20 calls per 60000 ms')
+  t.equal(refused[0].error.data.length, 1)
+  t.equal(refused[0].error.data[0]['@type'], 'type.googleapis.com/google.rpc.RetryInfo')
+  t.match(refused[0].error.data[0].retryDelay, /^\d+(\.\d+)?s$/)
+  socket.write(clientFrame(JSON.stringify(rpc(99))))
+  const after = JSON.parse((await reader.next()).payload.toString())
+  t.equal(after.id, 99)
+  t.equal(after.error.code, -32603, 'still refused, and the connection is still open')
+})
+
+t.test('JSON-RPC over HTTP: 429 with Retry-After and the JSON-RPC error body', async t => {
+  const server = await startServer({ rateLimit: { max: 2, timeWindow: 60_000 } })
+  t.teardown(() => server.close())
+  for (let i = 0; i < 2; i++) t.equal((await post(server.endpoint, rpc(i))).status, 200)
+  const refused = await post(server.endpoint, rpc(3))
+  t.equal(refused.status, 429)
+  t.match(refused.headers.get('retry-after'), /^\d+$/)
+  t.ok(Number(refused.headers.get('retry-after')) <= 60)
+  t.same(refused.body.error.code, -32603)
+  t.same(refused.body.id, 3)
+})
+
+t.test('REST: 429 with Retry-After and the error body; one budget across bindings', async t => {
+  const server = await startServer({ rateLimit: { max: 3, timeWindow: 60_000 } })
+  t.teardown(() => server.close())
+  t.equal((await rest(server.endpoint, 'GET', '/tasks/x')).status, 404)
+  t.equal((await post(server.endpoint, rpc(1))).status, 200)
+  const ws = await connect(wsUrl(server.origin))
+  t.equal((await ws.request('GetTask', { id: 'x' })).error.code, -32001)
+  t.equal((await ws.request('GetTask', { id: 'x' })).error.code, -32603, 'the fourth call, on any binding, is refused')
+  ws.close()
+  const refused = await rest(server.endpoint, 'GET', '/tasks/x')
+  t.equal(refused.status, 429)
+  t.match(refused.headers.get('retry-after'), /^\d+$/)
+  t.same(refused.body.error.code, 429)
+  t.same(refused.body.error.status, 'RESOURCE_EXHAUSTED')
+  t.same(refused.body.error.details[0]['@type'], 'type.googleapis.com/google.rpc.RetryInfo')
+})
+
+t.test('the window resets', async t => {
+  const server = await startServer({ rateLimit: { max: 1, timeWindow: 200 } })
+  t.teardown(() => server.close())
+  t.equal((await post(server.endpoint, rpc(1))).status, 200)
+  t.equal((await post(server.endpoint, rpc(2))).status, 429)
+  await new Promise(resolve => setTimeout(resolve, 250))
+  t.equal((await post(server.endpoint, rpc(3))).status, 200)
+})
+
+t.test('per caller: the identity when one is authenticated, else the IP', async t => {
+  const server = await startServer({ auth: { bearer: { verify: token => ({ subject: token }) } }, rateLimit: { max: 1, timeWindow: 60_000 } })
+  t.teardown(() => server.close())
+  const as = (who: string) => post(server.endpoint, rpc(1), { ...V1, authorization: `Bearer ${who}` })
+  t.equal((await as('ann')).status, 200)
+  t.equal((await as('ann')).status, 429)
+  t.equal((await as('ben')).status, 200, 'another caller from the same IP has its own budget')
+})
+
+t.test('a custom store of @fastify/rate-limit\'s interface is used', async t => {
+  const keys: string[] = []
+  const server = await startServer({
+    rateLimit: {
+      max: 5,
+      store: { incr (key, callback) { keys.push(key); callback(null, { current: 1, ttl: 1000 }) } }
+    }
+  })
+  t.teardown(() => server.close())
+  await post(server.endpoint, { jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: userMessage('x') } })
+  t.same(keys, ['ip:127.0.0.1'])
+})
