@@ -4,53 +4,21 @@
 // Every acknowledged task and config is there with its last state, the waiting task
 // completes on the next message, and the task that was WORKING is FAILED with a status
 // message instead of WORKING forever.
-import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import t, { type Test } from 'tap'
 import { RECOVERY_MESSAGE } from '../lib/index.js'
 import { dropSchemas, requirePostgres, uniqueSchema } from './helpers/postgres.js'
+import { startAgentProcess, type AgentProcess } from './helpers/agent-process.js'
 import { eventually, result, userMessage } from './helpers/server.js'
 import { startReceiver, type Receiver } from './helpers/webhook.js'
 
-const root = fileURLToPath(new URL('..', import.meta.url))
-
-interface Agent {
-  url: string
-  child: ChildProcess
-  exit: Promise<{ code: number | null, signal: NodeJS.Signals | null }>
-}
-
-/** Starts `examples/conformance-agent.ts` under the loader this test runs with, on a port of its choosing. */
-async function startAgent (t: Test, store: string): Promise<Agent> {
-  const child = spawn(process.execPath, [...process.execArgv, 'examples/conformance-agent.ts'], {
-    cwd: root,
-    env: { ...process.env, HOST: '127.0.0.1', PORT: '0', A2A_STORE: store },
-    stdio: ['ignore', 'pipe', 'pipe']
-  })
-  const exit = new Promise<{ code: number | null, signal: NodeJS.Signals | null }>(resolve => child.once('exit', (code, signal) => resolve({ code, signal })))
-  t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
-  let stderr = ''
-  child.stderr?.on('data', chunk => { stderr += chunk })
-  const url = await new Promise<string>((resolve, reject) => {
-    let stdout = ''
-    const timer = setTimeout(() => reject(new Error(`the agent did not start in time; stderr: ${stderr}`)), 30_000)
-    child.stdout?.on('data', chunk => {
-      stdout += chunk
-      const match = /^listening on (http:\/\/\S+)$/m.exec(stdout)
-      if (match !== null) {
-        clearTimeout(timer)
-        resolve(match[1] as string)
-      }
-    })
-    exit.then(({ code, signal }) => {
-      clearTimeout(timer)
-      reject(new Error(`the agent exited (${code ?? signal}) before listening; stderr: ${stderr}`))
-    })
-  })
-  return { url, child, exit }
+/** The compiled conformance agent on the given store, killed at teardown if still running. */
+async function startAgent (t: Test, store: string): Promise<AgentProcess & { url: string }> {
+  const agent = await startAgentProcess({ A2A_STORE: store })
+  t.teardown(() => { if (agent.child.exitCode === null && agent.child.signalCode === null) agent.child.kill('SIGKILL') })
+  return { ...agent, url: agent.origin }
 }
 
 async function survivesSigkill (t: Test, store: string) {

@@ -1,7 +1,8 @@
-// Runs the conformance agent (examples/conformance-agent.ts) as a child process, the way
-// `npm start` does, under the same TypeScript loader as the tests.
+// Runs the conformance agent as a child process, the way `npm start` does: the compiled
+// examples/conformance-agent.ts that test/helpers/build-agent.ts built before the tests.
 import { spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
+import { AGENT_BUILD } from './build-agent.js'
 
 export interface AgentProcess {
   child: ChildProcess
@@ -11,7 +12,7 @@ export interface AgentProcess {
 }
 
 export async function startAgentProcess (env: Record<string, string> = {}): Promise<AgentProcess> {
-  const child = spawn(process.execPath, [...process.execArgv, 'examples/conformance-agent.ts'], {
+  const child = spawn(process.execPath, [`${AGENT_BUILD}examples/conformance-agent.js`], {
     env: { ...process.env, HOST: '127.0.0.1', PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe']
   })

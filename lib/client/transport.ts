@@ -1,0 +1,76 @@
+// What every transport offers the client: one unary call, one stream, close. The
+// eleven methods go by their JSON-RPC names (spec §9); each transport maps them onto
+// its binding.
+import type { StreamResponse } from '../schema/wire.js'
+
+export type UnaryMethod =
+  | 'SendMessage'
+  | 'GetTask'
+  | 'ListTasks'
+  | 'CancelTask'
+  | 'CreateTaskPushNotificationConfig'
+  | 'GetTaskPushNotificationConfig'
+  | 'ListTaskPushNotificationConfigs'
+  | 'DeleteTaskPushNotificationConfig'
+  | 'GetExtendedAgentCard'
+
+export type StreamMethod = 'SendStreamingMessage' | 'SubscribeToTask'
+
+export interface CallOptions {
+  /** Aborts the call: a unary call rejects with the signal's reason, a stream throws it and ends. */
+  signal?: AbortSignal
+  /** Give the call up after this many ms (for a stream: until it ends) with a CallTimeoutError. */
+  timeout?: number
+}
+
+export interface Transport {
+  /** The card's `protocolBinding` of this transport. */
+  readonly binding: string
+  call (method: UnaryMethod, params: object, options?: CallOptions): Promise<unknown>
+  /**
+   * Starts the stream at once; errors, the first one included, surface from the iterator.
+   * Ending the iteration early (break, return) stops the stream.
+   */
+  stream (method: StreamMethod, params: object, options?: CallOptions): AsyncIterableIterator<StreamResponse>
+  close (): Promise<void>
+}
+
+/** Options every transport takes. */
+export interface TransportOptions {
+  /**
+   * Service parameters (spec §3.2.6) sent as HTTP headers: `Authorization`, `A2A-Extensions`, …
+   * `A2A-Version` defaults to 1.0. On WebSocket they go with the upgrade and hold for the
+   * whole connection (seed 000 §2).
+   */
+  serviceParams?: Record<string, string>
+  /** Default timeout of a unary call, in ms; streams have none unless a call sets one. Default: none. */
+  timeout?: number
+}
+
+export const A2A_VERSION = '1.0'
+
+/** The service parameters with `A2A-Version` defaulted (any spelling of the name the caller used wins). */
+export function withVersion (serviceParams: Record<string, string> = {}): Record<string, string> {
+  const named = Object.keys(serviceParams).some(name => name.toLowerCase() === 'a2a-version')
+  return named ? { ...serviceParams } : { 'A2A-Version': A2A_VERSION, ...serviceParams }
+}
+
+const TERMINAL = new Set(['TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_CANCELED', 'TASK_STATE_REJECTED'])
+
+/** Is this the last event a stream can carry: a message, or a task that reached a terminal state? */
+export function isFinalEvent (event: StreamResponse): boolean {
+  if (event.message !== undefined) return true
+  const state = event.task?.status.state ?? event.statusUpdate?.status.state
+  return state !== undefined && TERMINAL.has(state)
+}
+
+/** Can a stream rightly end after this event: a final one, or a task waiting for input or credentials? */
+export function canEndStream (event: StreamResponse): boolean {
+  const state = event.task?.status.state ?? event.statusUpdate?.status.state
+  return isFinalEvent(event) || state === 'TASK_STATE_INPUT_REQUIRED' || state === 'TASK_STATE_AUTH_REQUIRED'
+}
+
+/** The task an event is about. */
+export function taskIdOf (event: StreamResponse): string | undefined {
+  return event.task?.id ?? event.statusUpdate?.taskId ?? event.artifactUpdate?.taskId ?? event.message?.taskId
+}

@@ -1,0 +1,109 @@
+// The HTTP+JSON binding over fetch (spec §11): each method on its route, under
+// `/{tenant}` when the params name one; path fields out of the body, a GET's fields in
+// the query string; SSE of bare StreamResponses for the two streams.
+import type { StreamResponse } from '../../schema/wire.js'
+import { deadline, type Deadline } from '../deadline.js'
+import { errorFromRest, parseBody } from '../errors.js'
+import type { CallOptions, StreamMethod, Transport, UnaryMethod } from '../transport.js'
+import { fetcher, readText, requestHeaders, send, sseStream, type Fetch, type HttpTransportOptions } from './http.js'
+
+export const REST_BINDING = 'HTTP+JSON'
+
+const A2A_JSON = 'application/a2a+json'
+
+type Params = Record<string, unknown>
+
+interface Route {
+  verb: 'GET' | 'POST' | 'DELETE'
+  /** The path (tenant excluded) and the params left for the body or the query. */
+  path (params: Params): [string, Params]
+}
+
+const segment = (value: unknown) => encodeURIComponent(String(value))
+
+/** `path` with the named params taken out of `params`. */
+function bind (params: Params, names: string[], path: (values: unknown[]) => string): [string, Params] {
+  const rest = { ...params }
+  for (const name of names) delete rest[name]
+  return [path(names.map(name => params[name])), rest]
+}
+
+const routes: Record<UnaryMethod | StreamMethod, Route> = {
+  SendMessage: { verb: 'POST', path: (p) => ['/message:send', p] },
+  SendStreamingMessage: { verb: 'POST', path: (p) => ['/message:stream', p] },
+  GetTask: { verb: 'GET', path: (p) => bind(p, ['id'], ([id]) => `/tasks/${segment(id)}`) },
+  ListTasks: { verb: 'GET', path: (p) => ['/tasks', p] },
+  CancelTask: { verb: 'POST', path: (p) => bind(p, ['id'], ([id]) => `/tasks/${segment(id)}:cancel`) },
+  SubscribeToTask: { verb: 'GET', path: (p) => bind(p, ['id'], ([id]) => `/tasks/${segment(id)}:subscribe`) },
+  CreateTaskPushNotificationConfig: { verb: 'POST', path: (p) => bind(p, ['taskId'], ([taskId]) => `/tasks/${segment(taskId)}/pushNotificationConfigs`) },
+  GetTaskPushNotificationConfig: { verb: 'GET', path: (p) => bind(p, ['taskId', 'id'], ([taskId, id]) => `/tasks/${segment(taskId)}/pushNotificationConfigs/${segment(id)}`) },
+  ListTaskPushNotificationConfigs: { verb: 'GET', path: (p) => bind(p, ['taskId'], ([taskId]) => `/tasks/${segment(taskId)}/pushNotificationConfigs`) },
+  DeleteTaskPushNotificationConfig: { verb: 'DELETE', path: (p) => bind(p, ['taskId', 'id'], ([taskId, id]) => `/tasks/${segment(taskId)}/pushNotificationConfigs/${segment(id)}`) },
+  GetExtendedAgentCard: { verb: 'GET', path: (p) => ['/extendedAgentCard', p] }
+}
+
+function query (params: Params): string {
+  const search = new URLSearchParams()
+  for (const [name, value] of Object.entries(params)) {
+    if (value === undefined) continue
+    for (const item of Array.isArray(value) ? value : [value]) search.append(name, String(item))
+  }
+  const text = search.toString()
+  return text === '' ? '' : `?${text}`
+}
+
+async function failure (response: Response, call: Deadline): Promise<never> {
+  throw errorFromRest(response.status, parseBody(await readText(response, call)), response.headers.get('www-authenticate') ?? undefined)
+}
+
+export class RestTransport implements Transport {
+  readonly binding = REST_BINDING
+  readonly url: string
+  readonly #options: HttpTransportOptions
+  readonly #fetch: Fetch
+
+  constructor (options: HttpTransportOptions) {
+    this.#options = options
+    this.url = options.url.replace(/\/+$/, '')
+    this.#fetch = fetcher(options)
+  }
+
+  async call (method: UnaryMethod, params: object, options: CallOptions = {}): Promise<unknown> {
+    const call = deadline(options, this.#options.timeout)
+    try {
+      const response = await this.#send(method, params, A2A_JSON, call)
+      if (!response.ok) await failure(response, call)
+      return parseBody(await readText(response, call))
+    } finally {
+      call.dispose()
+    }
+  }
+
+  stream (method: StreamMethod, params: object, options: CallOptions = {}): AsyncIterableIterator<StreamResponse> {
+    return sseStream({
+      open: (call) => this.#send(method, params, `text/event-stream, ${A2A_JSON}`, call),
+      decode: (event) => {
+        const body = JSON.parse(event.data) as unknown
+        // The stream's status is 200 already: the error body's own code is the status it stands for.
+        if (event.event === 'error') throw errorFromRest((body as { error?: { code?: number } }).error?.code ?? 500, body)
+        return body as StreamResponse
+      },
+      refused: failure
+    }, options)
+  }
+
+  async close (): Promise<void> {}
+
+  #send (method: UnaryMethod | StreamMethod, params: object, accept: string, call: Deadline): Promise<Response> {
+    const { tenant, ...fields } = params as Params
+    const route = routes[method]
+    const [path, rest] = route.path(fields)
+    const base = typeof tenant === 'string' && tenant !== '' ? `${this.url}/${segment(tenant)}` : this.url
+    const hasBody = route.verb === 'POST'
+    return send(this.#fetch, base + path + (hasBody ? '' : query(rest)), {
+      method: route.verb,
+      headers: requestHeaders(this.#options, hasBody ? { 'content-type': A2A_JSON, accept } : { accept }),
+      body: hasBody ? JSON.stringify(rest) : undefined
+    }, call)
+  }
+}

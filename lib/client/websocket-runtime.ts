@@ -1,0 +1,119 @@
+// Opening a WebSocket the same way in browsers and on Node, over the standard WebSocket
+// API. The constructor is the one injected, else the global (browsers, Node ≥ 22), else
+// the `ws` package, imported on demand on Node 20 only. Service parameters travel as
+// upgrade headers where the runtime can send them (Node); a browser cannot, so there the
+// version goes as `?A2A-Version=` (seed 000 §2) and anything else is refused up front.
+import { ConnectionError, UnexpectedStatusError, parseBody } from './errors.js'
+import { withVersion } from './transport.js'
+
+/** The part of the standard WebSocket API the transport uses (a browser's, Node's, or `ws`). */
+export interface WebSocketLike {
+  readonly readyState: number
+  send (data: string): void
+  close (code?: number, reason?: string): void
+  addEventListener (type: string, listener: (event: any) => void): void
+}
+
+export type WebSocketConstructor = new (url: string, ...rest: any[]) => WebSocketLike
+
+export interface OpenOptions {
+  url: string
+  serviceParams?: Record<string, string>
+  WebSocket?: WebSocketConstructor
+  subprotocols: readonly string[]
+  /** ms to wait for the upgrade. */
+  connectTimeout: number
+}
+
+/** The `ws` package's extras the handshake reads: the refused response. */
+interface WsSocket extends WebSocketLike {
+  on (event: 'unexpected-response', listener: (request: { destroy (): void }, response: NodeResponse) => void): void
+}
+interface NodeResponse {
+  statusCode?: number
+  headers: Record<string, string | string[] | undefined>
+  setEncoding (encoding: 'utf8'): void
+  on (event: 'data', listener: (chunk: string) => void): void
+  on (event: 'end', listener: () => void): void
+}
+
+const isNode = typeof (globalThis as { process?: { versions?: { node?: unknown } } }).process?.versions?.node === 'string'
+
+/** Is this the `ws` package's class (whose constructor takes `(url, protocols, { headers })`)? */
+function isWsPackage (constructor: WebSocketConstructor): boolean {
+  return typeof (constructor.prototype as { ping?: unknown }).ping === 'function'
+}
+
+/** Whether a WebSocket is there without importing anything: injected, or the runtime's own. */
+export function hasWebSocket (injected?: WebSocketConstructor): boolean {
+  return injected !== undefined || typeof globalThis.WebSocket === 'function'
+}
+
+async function resolveConstructor (injected?: WebSocketConstructor): Promise<WebSocketConstructor> {
+  if (injected !== undefined) return injected
+  if (typeof globalThis.WebSocket === 'function') return globalThis.WebSocket
+  if (!isNode) throw new ConnectionError('this runtime has no WebSocket: pass the `WebSocket` option', { retryable: false })
+  // Node 20 has no global WebSocket. The specifier is a variable so that no bundler pulls
+  // `ws` into a browser build; only Node ever reaches this line.
+  const specifier = 'ws'
+  const ws = await import(specifier) as { default?: WebSocketConstructor, WebSocket?: WebSocketConstructor }
+  return (ws.WebSocket ?? ws.default) as WebSocketConstructor
+}
+
+function construct (Constructor: WebSocketConstructor, options: OpenOptions): WebSocketLike {
+  const headers = withVersion(options.serviceParams)
+  const protocols = [...options.subprotocols]
+  if (isNode) {
+    // `ws` takes (url, protocols, options); Node's own (undici) takes (url, { protocols, headers }).
+    return isWsPackage(Constructor) ? new Constructor(options.url, protocols, { headers }) : new Constructor(options.url, { protocols, headers })
+  }
+  const version = Object.entries(headers).find(([name]) => name.toLowerCase() === 'a2a-version')?.[1] as string
+  const others = Object.keys(headers).filter(name => name.toLowerCase() !== 'a2a-version')
+  if (others.length > 0) {
+    throw new TypeError(`a browser cannot send ${others.join(', ')} on a WebSocket upgrade: authenticate through a gateway that turns a cookie into a header`)
+  }
+  const url = new URL(options.url)
+  url.searchParams.set('A2A-Version', version)
+  return new Constructor(url.href, protocols)
+}
+
+/** Opens the connection; resolves once it is open. */
+export async function openWebSocket (options: OpenOptions): Promise<WebSocketLike> {
+  const Constructor = await resolveConstructor(options.WebSocket)
+  const socket = construct(Constructor, options)
+  return await new Promise<WebSocketLike>((resolve, reject) => {
+    let settled = false
+    const settle = (error?: Error) => {
+      if (settled) return
+      settled = true
+      clearTimeout(timer)
+      if (error === undefined) resolve(socket)
+      else reject(error)
+    }
+    const timer = setTimeout(() => {
+      settle(new ConnectionError(`the WebSocket upgrade to ${options.url} did not complete within ${options.connectTimeout} ms`))
+      socket.close()
+    }, options.connectTimeout)
+    socket.addEventListener('open', () => settle())
+    // An error is always followed by a close; the close says the most.
+    socket.addEventListener('error', () => {})
+    socket.addEventListener('close', (event: { code: number }) => settle(new ConnectionError(
+      // The standard API does not expose a refused upgrade's status: a 401/403/400/503 and a
+      // network failure look the same, a close (1006) without an open.
+      `the WebSocket connection to ${options.url} closed (${event.code}) before it opened: the server refused the upgrade or could not be reached`,
+      { closeCode: event.code }
+    )))
+    if (isWsPackage(Constructor)) {
+      (socket as WsSocket).on('unexpected-response', (request, response) => {
+        let text = ''
+        response.setEncoding('utf8')
+        response.on('data', (chunk) => { text += chunk })
+        response.on('end', () => {
+          request.destroy()
+          const challenge = response.headers['www-authenticate']
+          settle(new UnexpectedStatusError(response.statusCode ?? 0, parseBody(text), Array.isArray(challenge) ? challenge.join(', ') : challenge))
+        })
+      })
+    }
+  })
+}
