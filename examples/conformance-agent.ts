@@ -2,6 +2,7 @@
 import Fastify, { type FastifyInstance } from 'fastify'
 import { a2aWebSocket, openPostgresStores, openSqliteStores, type PushConfigStore, type TaskStore, type WebSocketOptions } from '../lib/index.js'
 import { conformanceAgent, conformanceCard } from './agent.js'
+import { browserDemo } from './browser/route.js'
 
 export interface AgentEnv {
   A2A_PUBLIC_URL?: string
@@ -13,6 +14,11 @@ export interface AgentEnv {
   A2A_AUTH_TOKEN?: string
   A2A_RATE_LIMIT?: string
 }
+
+/** On SIGTERM: work in progress gets 2 s, then running tasks are cancelled and get 1 s more. */
+const SHUTDOWN = { completionGrace: 2000, taskGrace: 1000 }
+/** The graceful path takes at most completionGrace + 2 × taskGrace; past this the process gives up. */
+const HARD_EXIT_MS = SHUTDOWN.completionGrace + 2 * SHUTDOWN.taskGrace + 2000
 
 const secretSkill = { id: 'secret', name: 'Secret', description: 'Shown to authenticated callers only', tags: ['secret'] }
 
@@ -40,8 +46,11 @@ export async function buildConformanceServer (env: AgentEnv = process.env): Prom
     // Conformance suites run their webhook receivers on this machine.
     push: { allow: ['127.0.0.0/8', '::1', 'localhost'] },
     websocket: webSocketOptions(env),
-    publicUrl: env.A2A_PUBLIC_URL
+    publicUrl: env.A2A_PUBLIC_URL,
+    shutdown: SHUTDOWN
   })
+  // The browser demo of fastify-a2a/client (examples/browser/), at /demo.
+  await fastify.register(browserDemo)
   if (stores !== undefined) fastify.addHook('onClose', async () => { await stores.close() })
   return fastify
 }
@@ -81,9 +90,16 @@ async function main (): Promise<void> {
   const shutdown = () => {
     if (closing) return
     closing = true
-    // Streams that never end (a held task) must not keep the process up past the grace period.
-    setTimeout(() => process.exit(0), 5000).unref()
-    fastify.close().then(() => process.exit(0), () => process.exit(1))
+    // The fallback, should the graceful path hang (it is bounded): not a clean exit.
+    setTimeout(() => {
+      process.stderr.write(`shutdown did not finish within ${HARD_EXIT_MS} ms\n`)
+      process.exit(1)
+    }, HARD_EXIT_MS).unref()
+    fastify.close().then(() => {
+      // One line on stderr: stdout carries only the listening line.
+      process.stderr.write(`shutdown ${JSON.stringify(fastify.a2a.lastShutdownReport)}\n`)
+      process.exit(0)
+    }, () => process.exit(1))
   }
   process.on('SIGTERM', shutdown)
   process.on('SIGINT', shutdown)

@@ -5,10 +5,13 @@ import type { EventBus } from './bus/types.js'
 import type { FastifyCorsOptions } from '@fastify/cors'
 import type { CardSigningOptions } from './card/signing.js'
 import type { AuthOptions } from './interceptors/auth.js'
-import type { RateLimitOptions } from './interceptors/rate-limit.js'
+import type { RateLimitOptions, RateLimitStore } from './interceptors/rate-limit.js'
 import type { TenancyOptions } from './interceptors/tenancy.js'
 import type { A2AInterceptor } from './interceptors/types.js'
 import type { AgentExecutor, CallContext } from './handler/executor.js'
+import type { DialectLimits } from './dispatcher/websocket-connection.js'
+import { DEFAULT_EXECUTOR_TIMEOUT } from './handler/request-handler.js'
+import { DEFAULT_MAX_JSON_DEPTH } from './json-guard.js'
 import { PUSH_DEFAULTS, type NormalizedPushOptions, type PushOptions } from './push/sender.js'
 import { WebhookGuard } from './push/ssrf.js'
 import { compile } from './schema/validate.js'
@@ -36,8 +39,50 @@ export interface WebSocketOptions {
   maxConnections?: number
   /** Close a connection silent this many ms with 1001; pings keep a live peer's open. Default 0 (never). */
   idleTimeout?: number
-  /** On close, how long calls in progress may finish before every connection is closed with 1001, in ms. Default 5,000. */
+  /** The older name of `shutdown.completionGrace`, still accepted. */
   closeGrace?: number
+  /** The a2a.v1 dialect, for clients that offer that subprotocol (README, *WebSocket dialect a2a.v1*). */
+  a2aV1?: WebSocketA2aV1Options
+}
+
+/** The a2a.v1 WebSocket dialect (seed 001); the origin checks and `maxConnections` above apply to it too. */
+export interface WebSocketA2aV1Options {
+  /** Serve the dialect on the WebSocket route, listed in the card as `protocolBinding: "WEBSOCKET"`. Default true. */
+  enabled?: boolean
+  /** Refuse with 401/403 before the 101 an upgrade whose credential the built-in `auth` refuses. Default true. */
+  refuseAtUpgrade?: boolean
+  /** Largest incoming message in bytes; a larger one closes the connection with 1009. Default 1 MiB. */
+  maxMessageSize?: number
+  /** Requests in progress at once on one connection (a stream counts until it ends); past it -32000 "Too many concurrent streams". Default 128. */
+  maxStreams?: number
+  /** Connections held at once by one identity authenticated at the upgrade; past it 503 at the upgrade. Default 256. */
+  maxConnectionsPerIdentity?: number
+  /** Ping a peer silent for this many ms; 0 = never. Default 30,000. */
+  pingInterval?: number
+  /** Close with 1001 a pinged peer still silent after this many ms. Default 10,000. */
+  pongTimeout?: number
+  /** Close with 1001 a connection without an application message for this many ms while no request is in progress; 0 = never. Default 300,000. */
+  idleTimeout?: number
+  /** Messages per window, per connection and per identity; past it -32000 "Rate limit exceeded" and close 1008. `false`: none. Default 100 per 1,000 ms, in memory. */
+  rateLimit?: false | { max?: number, timeWindow?: number, store?: RateLimitStore }
+}
+
+export interface NormalizedA2aV1Options extends DialectLimits {
+  refuseAtUpgrade: boolean
+  maxConnectionsPerIdentity: number
+}
+
+/** What `fastify.close()` does with work in progress (README, *Hardening*). */
+export interface ShutdownOptions {
+  /** How long calls and executions in progress may finish by themselves, in ms. Default 5,000. */
+  completionGrace?: number
+  /** Then each execution still running is cancelled (its signal aborted) and may write its final state this long, in ms. Default 2,000. */
+  taskGrace?: number
+}
+
+export interface NormalizedShutdownOptions {
+  completionGrace: number
+  taskGrace: number
 }
 
 export interface NormalizedWebSocketOptions {
@@ -49,7 +94,8 @@ export interface NormalizedWebSocketOptions {
   handshakeTimeout: number
   maxConnections?: number
   idleTimeout: number
-  closeGrace: number
+  /** Undefined when the a2a.v1 dialect is not served. */
+  a2aV1?: NormalizedA2aV1Options
 }
 
 export interface A2APluginOptions {
@@ -78,6 +124,12 @@ export interface A2APluginOptions {
   allowMissingVersion?: boolean
   /** Events a stream buffers for a slow reader before it ends with STREAM_LAGGED. Default 1024. */
   maxQueuedEvents?: number
+  /** Arrays and objects nested in a request (any binding), checked before it is parsed; deeper is -32600 / HTTP 400. Default 64. */
+  maxJsonDepth?: number
+  /** An execution still running after this many ms is aborted and its task FAILED. Default 3,600,000 (1 hour). */
+  executorTimeout?: number
+  /** Graceful shutdown on `fastify.close()`. */
+  shutdown?: ShutdownOptions
   /** Cache-Control max-age of the agent card, in seconds. Default 300. */
   cardMaxAge?: number
   /**
@@ -125,6 +177,9 @@ export interface NormalizedOptions {
   bodyLimit: number
   allowMissingVersion: boolean
   maxQueuedEvents: number
+  maxJsonDepth: number
+  executorTimeout: number
+  shutdown: NormalizedShutdownOptions
   cardMaxAge: number
   allowUndeclaredInputModes: boolean
   interceptors: A2AInterceptor[]
@@ -175,8 +230,52 @@ function webSocketOptions (options: WebSocketOptions): NormalizedWebSocketOption
     handshakeTimeout: integer('websocket.handshakeTimeout', options.handshakeTimeout, 10_000, 0),
     maxConnections: options.maxConnections === undefined ? undefined : integer('websocket.maxConnections', options.maxConnections, 0),
     idleTimeout: integer('websocket.idleTimeout', options.idleTimeout, 0, 0),
-    closeGrace: integer('websocket.closeGrace', options.closeGrace, 5000, 0)
+    a2aV1: a2aV1Options(options.a2aV1 ?? {})
   }
+}
+
+function a2aV1Options (options: WebSocketA2aV1Options): NormalizedA2aV1Options | undefined {
+  if (typeof options !== 'object' || options === null) throw new InvalidOptionError('websocket.a2aV1', 'must be an object')
+  if (!flag('websocket.a2aV1.enabled', options.enabled, true)) return undefined
+  const { rateLimit } = options
+  if (rateLimit !== undefined && rateLimit !== false && (typeof rateLimit !== 'object' || rateLimit === null)) {
+    throw new InvalidOptionError('websocket.a2aV1.rateLimit', 'must be false or { max?, timeWindow?, store? }')
+  }
+  if (rateLimit !== undefined && rateLimit !== false && rateLimit.store !== undefined && !hasMethods(rateLimit.store, ['incr'])) {
+    throw new InvalidOptionError('websocket.a2aV1.rateLimit.store', 'must implement incr(key, callback, timeWindow, max)')
+  }
+  return {
+    refuseAtUpgrade: flag('websocket.a2aV1.refuseAtUpgrade', options.refuseAtUpgrade, true),
+    maxMessageSize: integer('websocket.a2aV1.maxMessageSize', options.maxMessageSize, 1024 * 1024),
+    maxInFlight: integer('websocket.a2aV1.maxStreams', options.maxStreams, 128),
+    maxConnectionsPerIdentity: integer('websocket.a2aV1.maxConnectionsPerIdentity', options.maxConnectionsPerIdentity, 256),
+    pingInterval: timerMs('websocket.a2aV1.pingInterval', options.pingInterval, 30_000, 0),
+    pongTimeout: timerMs('websocket.a2aV1.pongTimeout', options.pongTimeout, 10_000, 1),
+    idleTimeout: timerMs('websocket.a2aV1.idleTimeout', options.idleTimeout, 300_000, 0),
+    messageRate: rateLimit === false
+      ? undefined
+      : {
+          max: integer('websocket.a2aV1.rateLimit.max', rateLimit?.max, 100),
+          timeWindow: timerMs('websocket.a2aV1.rateLimit.timeWindow', rateLimit?.timeWindow, 1000, 1),
+          store: rateLimit?.store
+        }
+  }
+}
+
+/** setTimeout's largest delay: a longer one fires at once. */
+const MAX_TIMER_MS = 2 ** 31 - 1
+
+function timerMs (name: string, value: unknown, fallback: number, min: number): number {
+  const ms = integer(name, value, fallback, min)
+  if (ms > MAX_TIMER_MS) throw new InvalidOptionError(name, `must be at most ${MAX_TIMER_MS} ms`)
+  return ms
+}
+
+function shutdownOptions (options: ShutdownOptions, closeGrace: unknown): NormalizedShutdownOptions {
+  const alias = closeGrace === undefined ? undefined : timerMs('websocket.closeGrace', closeGrace, 0, 0)
+  const completionGrace = timerMs('shutdown.completionGrace', options.completionGrace, alias ?? 5000, 0)
+  if (alias !== undefined && alias !== completionGrace) throw new InvalidOptionError('websocket.closeGrace', 'conflicts with shutdown.completionGrace')
+  return { completionGrace, taskGrace: timerMs('shutdown.taskGrace', options.taskGrace, 2000, 0) }
 }
 
 function flag (name: string, value: unknown, fallback: boolean): boolean {
@@ -322,6 +421,9 @@ export function normalizeOptions (options: A2APluginOptions): NormalizedOptions 
     bodyLimit: integer('bodyLimit', options.bodyLimit, 4 * 1024 * 1024),
     allowMissingVersion: options.allowMissingVersion ?? false,
     maxQueuedEvents: integer('maxQueuedEvents', options.maxQueuedEvents, 1024),
+    maxJsonDepth: integer('maxJsonDepth', options.maxJsonDepth, DEFAULT_MAX_JSON_DEPTH),
+    executorTimeout: timerMs('executorTimeout', options.executorTimeout, DEFAULT_EXECUTOR_TIMEOUT, 1),
+    shutdown: shutdownOptions(options.shutdown ?? {}, options.websocket?.closeGrace),
     cardMaxAge: integer('cardMaxAge', options.cardMaxAge, 300, 0),
     allowUndeclaredInputModes: options.allowUndeclaredInputModes ?? false,
     interceptors: interceptorList(options.interceptors),

@@ -12,8 +12,8 @@ import { CallRunner } from './dispatcher/call.js'
 import { AGENT_CARD_PATH, buildCard, cardRoute, renderCard, type RenderedCard, type ServedBinding } from './dispatcher/card.js'
 import { signAgentCard } from './card/signing.js'
 import { JSONRPC_BINDING, jsonRpcDispatcher, logInternal } from './dispatcher/jsonrpc.js'
-import { WEBSOCKET_BINDING_URI, guardHandshakes, refuseUpgrades, webSocketDispatcher } from './dispatcher/websocket.js'
-import { makeWebSocketServer } from './dispatcher/websocket-connection.js'
+import { WEBSOCKET_BINDING_URI, guardHandshakes, refuseUpgrades, selectProtocol, webSocketDispatcher } from './dispatcher/websocket.js'
+import { A2A_V1_BINDING, makeWebSocketServer } from './dispatcher/websocket-connection.js'
 import fastifyWebsocket from '@fastify/websocket'
 import fastifyCors, { type FastifyCorsOptions } from '@fastify/cors'
 import { authentication } from './interceptors/auth.js'
@@ -25,6 +25,7 @@ import type { AgentCard, AgentCardInput } from './schema/wire.js'
 import { MemoryPushConfigStore, MemoryTaskStore } from './store/memory.js'
 import { PushSender } from './push/sender.js'
 import { failUnfinishedTasks } from './store/recovery.js'
+import { shutDown, type ShutdownReport } from './shutdown.js'
 import type { PushConfigStore, TaskStore } from './store/types.js'
 
 export interface A2ADecorator {
@@ -38,6 +39,8 @@ export interface A2ADecorator {
   cardFor (httpBase: string): AgentCard
   /** Appends an interceptor to the chain of every binding; it takes part from the next call on. */
   addInterceptor (interceptor: A2AInterceptor): void
+  /** What the last `fastify.close()` did with the work in progress (also logged); undefined before. */
+  lastShutdownReport?: ShutdownReport
 }
 
 declare module 'fastify' {
@@ -58,7 +61,9 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
   const bindings: ServedBinding[] = [
     { protocolBinding: JSONRPC_BINDING, url: (base) => base },
     { protocolBinding: REST_BINDING, url: (base) => base },
-    { protocolBinding: WEBSOCKET_BINDING_URI, url: (base) => base.replace(/^http/, 'ws') }
+    { protocolBinding: WEBSOCKET_BINDING_URI, url: (base) => base.replace(/^http/, 'ws') },
+    // The a2a.v1 dialect (seed 001) is served on the same route.
+    ...(options.websocket.a2aV1 === undefined ? [] : [{ protocolBinding: A2A_V1_BINDING, url: (base: string) => base.replace(/^http/, 'ws') }])
   ]
 
   // The built-in chain: who the caller is, whether it is within its budget, which tenant;
@@ -100,6 +105,7 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
         return buildCard(secured(card.value), bindings, httpBaseOf(originOf(context.serviceParams.host)) + prefix)
       },
     maxQueuedEvents: options.maxQueuedEvents,
+    executorTimeout: options.executorTimeout,
     onTaskEvent: push?.notify,
     checkPushConfig: push?.checkConfig,
     inputModes: options.allowUndeclaredInputModes
@@ -116,7 +122,8 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
   })
 
   const addInterceptor = (interceptor: A2AInterceptor) => { chain.push(interceptorList([interceptor])[0] as A2AInterceptor) }
-  fastify.decorate('a2a', { handler, taskStore, pushConfigStore, bus, push, cardFor, addInterceptor })
+  const decorator: A2ADecorator = { handler, taskStore, pushConfigStore, bus, push, cardFor, addInterceptor }
+  fastify.decorate('a2a', decorator)
   if (push !== undefined) fastify.addHook('onClose', async () => push.close())
   // Before any route serves: no executor of this process runs yet, so every unfinished task is an orphan.
   if (options.recoverTasks) await failUnfinishedTasks(taskStore, push?.notify)
@@ -158,21 +165,29 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
     maxMessageSize: ws.maxMessageSize,
     maxBufferedBytes: ws.maxBufferedBytes,
     idleTimeout: ws.idleTimeout,
+    maxJsonDepth: options.maxJsonDepth,
+    a2aV1: ws.a2aV1,
     onError: (error) => logInternal(fastify, error)
   })
-  // New upgrades are refused; calls in progress finish up to the grace period, then 1001.
-  const drainWebSockets = () => {
+  // fastify.close(): new upgrades get 503 and new calls Unavailable; work in progress gets
+  // its grace periods (lib/shutdown.ts); then every stream ends and every WebSocket gets 1001.
+  const shutdown = async () => {
     refuseUpgrades(fastify.server)
-    return wsServer.drain(ws.closeGrace)
+    const report = await shutDown({ handler, runner, webSockets: wsServer, server: fastify.server, options: options.shutdown })
+    decorator.lastShutdownReport = report
+    fastify.log.info({ shutdown: report }, 'A2A shutdown')
   }
   if (fastify.hasDecorator('websocketServer')) {
-    fastify.addHook('preClose', drainWebSockets)
+    fastify.addHook('preClose', shutdown)
   } else {
     await fastify.register(fastifyWebsocket, {
-      // No subprotocol is negotiated: an offered one is not selected (seed 000 §1).
-      options: { maxPayload: ws.maxMessageSize, handleProtocols: () => false },
+      // a2a.v1 is selected when offered (seed 001); otherwise none is, as seed 000 §1 says.
+      options: {
+        maxPayload: Math.max(ws.maxMessageSize, ws.a2aV1?.maxMessageSize ?? 0),
+        handleProtocols: (offered: Set<string>) => selectProtocol(offered, ws.a2aV1 !== undefined) ?? false
+      },
       preClose: async () => {
-        await drainWebSockets()
+        await shutdown()
         fastify.websocketServer.close()
       }
     })
@@ -184,15 +199,17 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
 
   await fastify.register(async (a2a) => {
     if (cors !== undefined) await a2a.register(fastifyCors, corsDefaults(cors, options.auth?.apiKey !== undefined && options.auth.apiKey.in !== 'query' ? options.auth.apiKey.name : undefined))
-    await a2a.register(jsonRpcDispatcher, { runner, bodyLimit: options.bodyLimit })
-    await a2a.register(restDispatcher, { runner, bodyLimit: options.bodyLimit })
+    await a2a.register(jsonRpcDispatcher, { runner, bodyLimit: options.bodyLimit, maxJsonDepth: options.maxJsonDepth })
+    await a2a.register(restDispatcher, { runner, bodyLimit: options.bodyLimit, maxJsonDepth: options.maxJsonDepth })
     await a2a.register(webSocketDispatcher, {
       server: wsServer,
       allowedOrigins: ws.allowedOrigins,
       requireOrigin: ws.requireOrigin,
       maxConnections: ws.maxConnections,
       allowMissingVersion: options.allowMissingVersion,
-      interceptors: chain
+      interceptors: chain,
+      a2aV1: ws.a2aV1,
+      authenticate: auth?.upgrade
     })
   }, { prefix })
 }

@@ -23,6 +23,23 @@ export function serviceParamsFromHeaders (rawHeaders: readonly string[], drop: R
   return params
 }
 
+/**
+ * Service parameters sent as a flat JSON map of strings (an a2a.v1 WebSocket frame's
+ * `serviceParams`), under the header rules: names lowercased, a value that is not
+ * visible ASCII left out. Names starting with a colon are the server's own and are left
+ * out too. Undefined when `map` is not an object of string values.
+ */
+export function serviceParamsFromMap (map: unknown): ServiceParams | undefined {
+  if (map === null || typeof map !== 'object' || Array.isArray(map)) return undefined
+  const params: ServiceParams = Object.create(null)
+  for (const [name, value] of Object.entries(map)) {
+    if (typeof value !== 'string') return undefined
+    if (name.startsWith(':') || !VISIBLE_ASCII.test(value)) continue
+    params[name.toLowerCase()] = value
+  }
+  return params
+}
+
 /** The A2A-Version service parameter: the header wins over the `A2A-Version` query parameter (spec §3.6.1). */
 export function requestedVersion (params: ServiceParams, query: unknown): string | undefined {
   const header = params['a2a-version']

@@ -4,7 +4,8 @@
 import http from 'node:http'
 import t from 'tap'
 import { conformanceCard } from '../examples/agent.js'
-import { call, eventually, parseSse, result, startServer, stream, userMessage, V1 } from './helpers/server.js'
+import { EventQueue } from '../lib/handler/event-queue.js'
+import { call, eventually, openSse, parseSse, result, startServer, stream, userMessage, V1 } from './helpers/server.js'
 
 const server = await startServer()
 t.teardown(() => server.close())
@@ -73,26 +74,7 @@ t.test('streaming not declared → -32004 for both streaming methods', async t =
   t.equal((await stream(noStreaming.endpoint, 'SubscribeToTask', { id: 'x' })).body.error.code, -32004)
 })
 
-/** Opens an SSE request and resolves once `count` events arrived; the response stays open. */
-function openStream (method: string, params: unknown, count: number) {
-  return new Promise<{ events: any[], request: http.ClientRequest, response: http.IncomingMessage, ended: Promise<void> }>((resolve, reject) => {
-    const request = http.request(url, { method: 'POST', headers: { 'content-type': 'application/json', ...V1 } }, (response) => {
-      let buffer = ''
-      const events: any[] = []
-      const ended = new Promise<void>(resolveEnd => response.on('end', resolveEnd).on('close', resolveEnd))
-      response.setEncoding('utf8')
-      response.on('data', (chunk: string) => {
-        buffer += chunk
-        const blocks = buffer.split('\n\n')
-        buffer = blocks.pop() ?? ''
-        for (const block of blocks) events.push(...parseSse(block + '\n\n'))
-        if (events.length >= count) resolve({ events, request, response, ended })
-      })
-    })
-    request.on('error', reject)
-    request.end(JSON.stringify({ jsonrpc: '2.0', id: 'open', method, params }))
-  })
-}
+const openStream = (method: string, params: unknown, count: number) => openSse(url, 'POST', { jsonrpc: '2.0', id: 'open', method, params }, count)
 
 t.test('SubscribeToTask: first the current snapshot, then live events; several subscribers see the same', async t => {
   const { result: { task } } = await call(url, 'SendMessage', { message: userMessage('hold'), configuration: { returnImmediately: true } })
@@ -113,45 +95,76 @@ t.test('SubscribeToTask: first the current snapshot, then live events; several s
 })
 
 t.test('a client that disconnects mid-stream releases its subscription; the task goes on', async t => {
-  const { events, request, response } = await openStream('SendStreamingMessage', { message: userMessage('hold') }, 2)
+  const { events, disconnect } = await openStream('SendStreamingMessage', { message: userMessage('hold') }, 2)
   const taskId = events[0].data.result.task.id
   t.equal(bus.listenerCount(), 1)
-  response.destroy()
-  request.destroy()
+  disconnect()
   await eventually(() => bus.listenerCount() === 0)
   t.equal((await result(url, 'GetTask', { id: taskId })).status.state, 'TASK_STATE_WORKING', 'the task outlives its stream')
   t.equal((await result(url, 'CancelTask', { id: taskId })).status.state, 'TASK_STATE_CANCELED')
 })
 
-t.test('a reader that falls behind gets a last error event with STREAM_LAGGED', async t => {
+t.test('a reader that falls behind gets a last error event with STREAM_LAGGED; other streams flow; memory stays bounded', async t => {
   // 400 chunks of 64 KiB (25 MiB) are more than the socket buffers hold for a paused reader.
   const chunk = 'x'.repeat(64 * 1024)
   const lagging = await startServer({
     maxQueuedEvents: 8,
     executor: {
-      async execute (_context, events) {
-        for (let i = 0; i < 400; i++) await events.artifact({ artifactId: 'big', parts: [{ text: chunk }] }, { append: i > 0 })
+      async execute (context, events) {
+        const big = context.message.parts[0]?.text === 'big'
+        for (let i = 0; i < (big ? 400 : 3); i++) await events.artifact({ artifactId: 'a', parts: [{ text: big ? chunk : `small ${i}` }] }, { append: i > 0 })
         await events.completed()
       }
     }
   })
   t.teardown(() => lagging.close())
+  // The bound, measured: events a stream's queue holds, and bytes a response has unsent.
+  let queuePeak = 0
+  const push = EventQueue.prototype.push
+  EventQueue.prototype.push = function (this: EventQueue<unknown>, item: unknown) {
+    push.call(this, item)
+    queuePeak = Math.max(queuePeak, this.buffered)
+  }
+  t.teardown(() => { EventQueue.prototype.push = push })
+  let unsentPeak = 0
+  let largestWrite = 0
+  let highWaterMark = 0
+  lagging.fastify.server.on('request', (_request: http.IncomingMessage, response: http.ServerResponse) => {
+    const write = response.write
+    response.write = function (this: http.ServerResponse, data: string) {
+      const written = (write as (data: string) => boolean).call(this, data)
+      largestWrite = Math.max(largestWrite, Buffer.byteLength(data))
+      unsentPeak = Math.max(unsentPeak, this.writableLength)
+      highWaterMark = this.writableHighWaterMark
+      return written
+    } as typeof response.write
+  })
+
   const body = JSON.stringify({ jsonrpc: '2.0', id: 'lag', method: 'SendStreamingMessage', params: { message: userMessage('big') } })
-  const text = await new Promise<string>((resolve, reject) => {
+  let resumeSlow!: () => void
+  const slowResumed = new Promise<void>(resolve => { resumeSlow = resolve })
+  const text = new Promise<string>((resolve, reject) => {
     const request = http.request(lagging.endpoint, { method: 'POST', headers: { 'content-type': 'application/json', ...V1 } }, (response) => {
       response.pause()
-      setTimeout(() => {
+      void slowResumed.then(() => {
         let all = ''
         response.setEncoding('utf8')
         response.on('data', (chunk: string) => { all += chunk })
         response.on('end', () => resolve(all))
         response.resume()
-      }, 300)
+      })
     })
     request.on('error', reject)
     request.end(body)
   })
-  const events = parseSse(text)
+  // The slow stream is dropped at its bound while its reader still reads nothing...
+  await eventually(() => queuePeak === 8 && lagging.fastify.a2a.bus.listenerCount() === 0, 10000)
+  // ...and meanwhile another stream on the same server flows to its end.
+  const fast = await stream(lagging.endpoint, 'SendStreamingMessage', { message: userMessage('small') })
+  t.same(fast.events.map(e => Object.keys(e.data.result)[0]), ['task', 'artifactUpdate', 'artifactUpdate', 'artifactUpdate', 'statusUpdate'])
+  t.equal(fast.events.at(-1)?.data.result.statusUpdate.status.state, 'TASK_STATE_COMPLETED')
+  resumeSlow()
+  const events = parseSse(await text)
   const last = events.at(-1)
   t.equal(last?.event, 'error')
   t.equal(last?.data.id, 'lag')
@@ -160,6 +173,8 @@ t.test('a reader that falls behind gets a last error event with STREAM_LAGGED', 
   t.equal(last?.data.error.data[0].domain, 'a2a-rust.com')
   t.match(last?.data.error.data[0].metadata.droppedEvents, /^\d+$/)
   t.ok(events.length < 402, 'events were dropped, not buffered without bound')
-  await eventually(() => lagging.fastify.a2a.bus.listenerCount() === 0)
+  t.equal(queuePeak, 8, 'the queue held maxQueuedEvents at most')
+  t.ok(unsentPeak > 0 && unsentPeak <= highWaterMark + largestWrite, `unsent bytes peaked at ${unsentPeak}: one write past the ${highWaterMark}-byte high-water mark at most`)
+  t.equal(lagging.fastify.a2a.bus.listenerCount(), 0)
   t.equal((await call(lagging.endpoint, 'GetTask', { id: events[0]?.data.result.task.id })).result.status.state, 'TASK_STATE_COMPLETED', 'the task went on')
 })

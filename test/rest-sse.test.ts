@@ -4,8 +4,8 @@
 // and POST, and a client that leaves releasing its subscription.
 import t from 'tap'
 import { MemoryTaskStore, type Scope, type TaskChange } from '../lib/index.js'
-import { A2A_JSON_UTF8, openRestStream, rest, restResult, restStream } from './helpers/rest.js'
-import { eventually, startServer, userMessage, V1 } from './helpers/server.js'
+import { A2A_JSON_UTF8, rest, restResult, restStream } from './helpers/rest.js'
+import { eventually, openSse, startServer, userMessage, V1 } from './helpers/server.js'
 
 const server = await startServer()
 t.teardown(() => server.close())
@@ -46,9 +46,9 @@ t.test('a direct message reply is the one event of its stream', async t => {
 
 t.test('subscribe on GET and on POST (with no body, or a JSON one): the snapshot first, then live events', async t => {
   const task = await heldTask()
-  const viaGet = await openRestStream(`${base}/tasks/${task.id}:subscribe`, 'GET', undefined, 1)
-  const viaPost = await openRestStream(`${base}/tasks/${task.id}:subscribe`, 'POST', undefined, 1)
-  const viaPostJson = await openRestStream(`${base}/tasks/${task.id}:subscribe`, 'POST', {}, 1)
+  const viaGet = await openSse(`${base}/tasks/${task.id}:subscribe`, 'GET', undefined, 1)
+  const viaPost = await openSse(`${base}/tasks/${task.id}:subscribe`, 'POST', undefined, 1)
+  const viaPostJson = await openSse(`${base}/tasks/${task.id}:subscribe`, 'POST', {}, 1)
   const subscriptions = [viaGet, viaPost, viaPostJson]
   t.equal(bus.listenerCount(), 3)
   t.equal(viaGet.response.headers['content-type'], 'text/event-stream')
@@ -109,14 +109,14 @@ t.test('an error mid-stream is a last `event: error` whose data is the error bod
 })
 
 t.test('a client that disconnects releases its subscription; the task goes on', async t => {
-  const streamed = await openRestStream(`${base}/message:stream`, 'POST', { message: userMessage('hold') }, 2)
+  const streamed = await openSse(`${base}/message:stream`, 'POST', { message: userMessage('hold') }, 2)
   const taskId = streamed.events[0]?.data.task.id
   t.equal(bus.listenerCount(), 1)
   streamed.disconnect()
   await eventually(() => bus.listenerCount() === 0)
   t.equal((await restResult(base, 'GET', `/tasks/${taskId}`)).status.state, 'TASK_STATE_WORKING', 'the task outlives its stream')
 
-  const subscribed = await openRestStream(`${base}/tasks/${taskId}:subscribe`, 'GET', undefined, 1)
+  const subscribed = await openSse(`${base}/tasks/${taskId}:subscribe`, 'GET', undefined, 1)
   t.equal(bus.listenerCount(), 1)
   subscribed.disconnect()
   await eventually(() => bus.listenerCount() === 0)

@@ -98,7 +98,7 @@ t.test('a dropped connection releases its streams; the task goes on', async t =>
   await checker.request('CancelTask', { id: task.id })
 })
 
-t.test('a subscriber that falls behind ends with STREAM_LAGGED; other connections are unaffected', async t => {
+t.test('a subscriber that falls behind ends with STREAM_LAGGED; other connections are unaffected; the buffer stays bounded', async t => {
   const chunk = 'y'.repeat(64 * 1024)
   const server = await startServer({
     websocket: { maxBufferedBytes: 256 * 1024 },
@@ -111,6 +111,17 @@ t.test('a subscriber that falls behind ends with STREAM_LAGGED; other connection
     }
   })
   t.teardown(() => server.close())
+  // The bound, measured: the bytes each server-side socket holds unsent after every frame it is given.
+  let bufferedPeak = 0
+  let largestFrame = 0
+  server.fastify.websocketServer.on('connection', (socket) => {
+    const send = socket.send
+    socket.send = function (this: typeof socket, data: string) {
+      send.call(this, data)
+      largestFrame = Math.max(largestFrame, Buffer.byteLength(data))
+      bufferedPeak = Math.max(bufferedPeak, this.bufferedAmount)
+    } as typeof socket.send
+  })
   const slow = await connect(wsUrl(server.origin))
   const fast = await connect(wsUrl(server.origin))
   t.teardown(() => { slow.close(); fast.close() })
@@ -136,6 +147,7 @@ t.test('a subscriber that falls behind ends with STREAM_LAGGED; other connection
   t.equal(last.error.data[0].domain, 'a2a-rust.com')
   t.match(last.error.data[0].metadata.droppedEvents, /^\d+$/)
   t.ok(frames.length < 402, 'not every event was buffered')
+  t.ok(bufferedPeak > 256 * 1024 && bufferedPeak <= 256 * 1024 + largestFrame, `buffered bytes peaked at ${bufferedPeak}: past maxBufferedBytes by one frame at most`)
   t.same((await slow.quiet(100)).filter(frame => frame.id === 'lagging'), [], 'a failed stream has no end marker')
   const task = frames[0].result.task
   await eventually(async () => (await fast.request('GetTask', { id: task.id })).result.status.state === 'TASK_STATE_COMPLETED')

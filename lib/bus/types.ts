@@ -12,4 +12,9 @@ export interface EventBus {
   subscribe (topic: string, listener: BusListener): () => void
   /** Listeners on one topic, or on all topics when none is named. */
   listenerCount (topic?: string): number
+  /**
+   * Resolves once events other instances publish on `topic` reach this process's
+   * listeners (a bus across instances subscribes asynchronously); absent on a local bus.
+   */
+  ready? (topic: string): Promise<void>
 }

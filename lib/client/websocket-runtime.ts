@@ -37,11 +37,23 @@ interface NodeResponse {
   on (event: 'end', listener: () => void): void
 }
 
+/** The close code of a connection that failed without a close frame (RFC 6455 §7.1.5). */
+const ABNORMAL_CLOSURE = 1006
+
 const isNode = typeof (globalThis as { process?: { versions?: { node?: unknown } } }).process?.versions?.node === 'string'
 
 /** Is this the `ws` package's class (whose constructor takes `(url, protocols, { headers })`)? */
 function isWsPackage (constructor: WebSocketConstructor): boolean {
   return typeof (constructor.prototype as { ping?: unknown }).ping === 'function'
+}
+
+/** Outside Node the upgrade carries no headers: any service parameter but the version is refused up front. */
+export function checkServiceParams (serviceParams: Record<string, string> = {}): void {
+  if (isNode) return
+  const others = Object.keys(serviceParams).filter(name => name.toLowerCase() !== 'a2a-version')
+  if (others.length > 0) {
+    throw new TypeError(`a browser cannot send ${others.join(', ')} on a WebSocket upgrade: authenticate through a gateway that turns a cookie into a header`)
+  }
 }
 
 /** Whether a WebSocket is there without importing anything: injected, or the runtime's own. */
@@ -67,11 +79,8 @@ function construct (Constructor: WebSocketConstructor, options: OpenOptions): We
     // `ws` takes (url, protocols, options); Node's own (undici) takes (url, { protocols, headers }).
     return isWsPackage(Constructor) ? new Constructor(options.url, protocols, { headers }) : new Constructor(options.url, { protocols, headers })
   }
+  // checkServiceParams (at the transport's construction) has refused any other parameter.
   const version = Object.entries(headers).find(([name]) => name.toLowerCase() === 'a2a-version')?.[1] as string
-  const others = Object.keys(headers).filter(name => name.toLowerCase() !== 'a2a-version')
-  if (others.length > 0) {
-    throw new TypeError(`a browser cannot send ${others.join(', ')} on a WebSocket upgrade: authenticate through a gateway that turns a cookie into a header`)
-  }
   const url = new URL(options.url)
   url.searchParams.set('A2A-Version', version)
   return new Constructor(url.href, protocols)
@@ -94,15 +103,16 @@ export async function openWebSocket (options: OpenOptions): Promise<WebSocketLik
       settle(new ConnectionError(`the WebSocket upgrade to ${options.url} did not complete within ${options.connectTimeout} ms`))
       socket.close()
     }, options.connectTimeout)
+    // The standard API does not expose a refused upgrade's status: a 401/403/400/503 and a
+    // network failure look the same, an error and a close (1006) without an open.
+    const failed = (closeCode: number) => settle(new ConnectionError(
+      `the WebSocket connection to ${options.url} closed (${closeCode}) before it opened: the server refused the upgrade or could not be reached`,
+      { closeCode }
+    ))
     socket.addEventListener('open', () => settle())
-    // An error is always followed by a close; the close says the most.
-    socket.addEventListener('error', () => {})
-    socket.addEventListener('close', (event: { code: number }) => settle(new ConnectionError(
-      // The standard API does not expose a refused upgrade's status: a 401/403/400/503 and a
-      // network failure look the same, a close (1006) without an open.
-      `the WebSocket connection to ${options.url} closed (${event.code}) before it opened: the server refused the upgrade or could not be reached`,
-      { closeCode: event.code }
-    )))
+    // Some runtimes (Node 20's undici) fire no close after a failed handshake: the error is enough.
+    socket.addEventListener('error', () => failed(ABNORMAL_CLOSURE))
+    socket.addEventListener('close', (event: { code: number }) => failed(event.code))
     if (isWsPackage(Constructor)) {
       (socket as WsSocket).on('unexpected-response', (request, response) => {
         let text = ''

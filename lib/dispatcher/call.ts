@@ -4,11 +4,12 @@
 // the same order: method (-32601), params (-32602), version (-32009), extensions.
 import type { FastifyRequest } from 'fastify'
 import {
-  ExtensionSupportRequiredError, UnsupportedOperationError, VersionNotSupportedError, invalidParams, toA2AError
+  ExtensionSupportRequiredError, UnavailableError, UnsupportedOperationError, VersionNotSupportedError, invalidParams, toA2AError
 } from '../errors/index.js'
 import type { CallContext } from '../handler/executor.js'
 import type { Logger, RequestHandler } from '../handler/request-handler.js'
 import type { A2AInterceptor, CallOutcome, InterceptedCall } from '../interceptors/types.js'
+import { requestedExtensions, serviceParamsFromHeaders } from '../service-params.js'
 import * as requests from '../schema/requests.js'
 import { compile, type Validator } from '../schema/validate.js'
 import type { AgentCapabilities, StreamResponse } from '../schema/wire.js'
@@ -42,6 +43,13 @@ export const methods: ReadonlyMap<string, MethodSpec> = new Map([
 ].map(spec => [spec.name, spec]))
 
 const SUPPORTED_VERSION = /^1\.0(\.\d+)?$/
+
+/** The context of a call made by an HTTP request: its headers as service parameters, plus `:path`. */
+export function httpCallContext (binding: string, method: string, request: FastifyRequest, tenant = ''): CallContext {
+  const serviceParams = serviceParamsFromHeaders(request.raw.rawHeaders)
+  serviceParams[':path'] = request.url.split('?')[0] as string
+  return { binding, method, serviceParams, tenant, extensions: requestedExtensions(serviceParams) }
+}
 
 export interface CallRunnerOptions {
   handler: RequestHandler
@@ -85,6 +93,8 @@ export class CallRunner {
   readonly #options: CallRunnerOptions
   readonly #supported: Set<string>
   readonly #required: string[]
+  #inFlight = 0
+  #refusing = false
 
   constructor (options: CallRunnerOptions) {
     this.#options = options
@@ -103,6 +113,7 @@ export class CallRunner {
     const call: InterceptedCall = { params, request }
     const complete = this.#completion(context, call)
     try {
+      if (this.#refusing) throw new UnavailableError('the server is shutting down')
       for (const interceptor of this.#options.interceptors) await interceptor.before?.(context, call)
       const checked = spec.validate.check(params ?? {})
       if (!checked.ok) throw invalidParams(checked.violations)
@@ -125,12 +136,24 @@ export class CallRunner {
     }
   }
 
+  /** Calls in progress on every binding; a stream counts until it ends, fails or is left. */
+  get inFlight (): number {
+    return this.#inFlight
+  }
+
+  /** Shutdown: from now on every call is refused with Unavailable (-32603, HTTP 503). */
+  refuseNewCalls (): void {
+    this.#refusing = true
+  }
+
   /** The once-only completion of a call: every interceptor's onComplete, errors logged, never thrown. */
   #completion (context: CallContext, call: InterceptedCall): (outcome: CallOutcome) => void {
     let done = false
+    this.#inFlight++
     return (outcome) => {
       if (done) return
       done = true
+      this.#inFlight--
       for (const interceptor of this.#options.interceptors) {
         if (interceptor.onComplete === undefined) continue
         Promise.resolve()

@@ -2,9 +2,8 @@
 // per body, SSE for the two streaming methods.
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { InvalidAgentResponseError, errorHeaders, toA2AError, type A2AError } from '../errors/index.js'
-import type { CallContext } from '../handler/executor.js'
-import { requestedExtensions, requestedVersion, serviceParamsFromHeaders } from '../service-params.js'
-import type { CallRunner } from './call.js'
+import { requestedVersion } from '../service-params.js'
+import { httpCallContext, type CallRunner } from './call.js'
 import { failure, failureObject, parseEnvelope, success, type JsonRpcId } from './rpc.js'
 import { writeSse } from './sse.js'
 
@@ -13,6 +12,8 @@ export const JSONRPC_BINDING = 'JSONRPC'
 export interface JsonRpcDispatcherOptions {
   runner: CallRunner
   bodyLimit: number
+  /** Arrays and objects nested in a body, checked before it is parsed. */
+  maxJsonDepth: number
 }
 
 /** Logs what the client is not shown: the cause of an internal error (a request's or the instance's logger). */
@@ -41,24 +42,16 @@ export async function jsonRpcDispatcher (fastify: FastifyInstance, options: Json
   })
 
   fastify.post('/', async (request, reply) => {
-    const envelope = parseEnvelope(typeof request.body === 'string' ? request.body : '')
+    const envelope = parseEnvelope(typeof request.body === 'string' ? request.body : '', options.maxJsonDepth)
     if (!envelope.ok) return envelope.notification ? reply.code(204).send() : sendError(request, reply, envelope.id, envelope.error)
     const { id, method, params } = envelope.request
     const notification = !Object.hasOwn(envelope.request, 'id')
     const replyId: JsonRpcId = id ?? null
-    const serviceParams = serviceParamsFromHeaders(request.raw.rawHeaders)
-    serviceParams[':path'] = request.url.split('?')[0] as string
-    const context: CallContext = {
-      binding: JSONRPC_BINDING,
-      method: method.name,
-      serviceParams,
-      tenant: '',
-      extensions: requestedExtensions(serviceParams)
-    }
+    const context = httpCallContext(JSONRPC_BINDING, method.name, request)
     // A streaming method's only answer is its stream: as a notification it is not run.
     if (notification && method.kind === 'stream') return reply.code(204).send()
     try {
-      const result = await runner.run(method, params, requestedVersion(serviceParams, request.query), context, request)
+      const result = await runner.run(method, params, requestedVersion(context.serviceParams, request.query), context, request)
       if (context.extensions.length > 0) reply.header('a2a-extensions', context.extensions.join(', '))
       if (notification) {
         if (result.kind === 'stream') await result.events.return?.()

@@ -4,13 +4,13 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { TObject } from 'typebox'
 import {
-  InvalidAgentResponseError, JsonParseError, MethodNotFoundError, UnsupportedMediaTypeError, errorHeaders, invalidParams,
+  InvalidAgentResponseError, MethodNotFoundError, UnsupportedMediaTypeError, errorHeaders, invalidParams,
   toA2AError, toRestError, type A2AError
 } from '../errors/index.js'
-import type { CallContext } from '../handler/executor.js'
 import * as requests from '../schema/requests.js'
-import { requestedExtensions, requestedVersion, serviceParamsFromHeaders } from '../service-params.js'
-import { methods, type CallRunner, type MethodSpec } from './call.js'
+import { requestedVersion } from '../service-params.js'
+import { httpCallContext, methods, type CallRunner, type MethodSpec } from './call.js'
+import { parseJson } from '../json-guard.js'
 import { logInternal } from './jsonrpc.js'
 import { queryDecoder, type Query, type QueryDecoder } from './rest-query.js'
 import { writeSse } from './sse.js'
@@ -24,6 +24,8 @@ const PLAIN_JSON = 'application/json'
 export interface RestDispatcherOptions {
   runner: CallRunner
   bodyLimit: number
+  /** Arrays and objects nested in a body, checked before it is parsed. */
+  maxJsonDepth: number
 }
 
 type HttpMethod = 'GET' | 'POST' | 'DELETE'
@@ -95,17 +97,14 @@ function isJson (contentType: string): boolean {
 }
 
 /** The JSON object of a POST body; an empty body is `{}` (subscribe and cancel may send none). */
-function readBody (request: FastifyRequest): Record<string, unknown> {
+function readBody (request: FastifyRequest, maxJsonDepth: number): Record<string, unknown> {
   const text = typeof request.body === 'string' ? request.body : ''
   const contentType = request.headers['content-type']
   if (contentType === undefined ? text !== '' : !isJson(contentType)) throw new UnsupportedMediaTypeError(contentType ?? '(none)')
   if (text === '') return {}
-  let value: unknown
-  try {
-    value = JSON.parse(text)
-  } catch {
-    throw new JsonParseError()
-  }
+  const parsed = parseJson(text, maxJsonDepth)
+  if (!parsed.ok) throw parsed.error
+  const { value } = parsed
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw invalidParams([{ field: '', description: 'the request body must be a JSON object' }])
   }
@@ -130,17 +129,9 @@ export async function restDispatcher (fastify: FastifyInstance, options: RestDis
   const call = async (spec: MethodSpec, decode: QueryDecoder | undefined, request: FastifyRequest, reply: FastifyReply) => {
     const path = request.params as Record<string, string>
     // The path wins over a repeated body or query field (spec §11, transcoding).
-    const params = { ...(decode === undefined ? readBody(request) : decode(request.query as Query)), ...path }
-    const serviceParams = serviceParamsFromHeaders(request.raw.rawHeaders)
-    serviceParams[':path'] = request.url.split('?')[0] as string
-    const context: CallContext = {
-      binding: REST_BINDING,
-      method: spec.name,
-      serviceParams,
-      tenant: path.tenant ?? '',
-      extensions: requestedExtensions(serviceParams)
-    }
-    const result = await runner.run(spec, params, requestedVersion(serviceParams, request.query), context, request)
+    const params = { ...(decode === undefined ? readBody(request, options.maxJsonDepth) : decode(request.query as Query)), ...path }
+    const context = httpCallContext(REST_BINDING, spec.name, request, path.tenant)
+    const result = await runner.run(spec, params, requestedVersion(context.serviceParams, request.query), context, request)
     if (context.extensions.length > 0) reply.header('a2a-extensions', context.extensions.join(', '))
     if (result.kind === 'unary') return reply.type(responseType(request.headers.accept)).send(JSON.stringify(result.value))
     // Errors before the first event are plain error responses: read it first.

@@ -1,9 +1,9 @@
 // JSON-RPC 2.0 envelopes, shared by the JSON-RPC HTTP binding and the WebSocket
 // binding (which carries the same messages over one connection).
 import {
-  InvalidParamsError, InvalidRequestError, JsonParseError, MethodNotFoundError, toJsonRpcError, type A2AError,
-  type JsonRpcErrorObject
+  InvalidParamsError, InvalidRequestError, MethodNotFoundError, toJsonRpcError, type A2AError, type JsonRpcErrorObject
 } from '../errors/index.js'
+import { DEFAULT_MAX_JSON_DEPTH, parseJson } from '../json-guard.js'
 import { methods, type MethodSpec } from './call.js'
 
 export type JsonRpcId = string | number | null
@@ -22,15 +22,11 @@ export type Envelope =
 
 const isValidId = (id: unknown): id is JsonRpcId => id === null || typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id))
 
-/** Parses one JSON-RPC message from its text: the one JSON.parse of the request. */
-export function parseEnvelope (text: string): Envelope {
-  let value: unknown
-  try {
-    value = JSON.parse(text)
-  } catch {
-    return { ok: false, id: null, error: new JsonParseError(), notification: false }
-  }
-  return readEnvelope(value)
+/** Parses one JSON-RPC message from its text: the one JSON.parse of the request, after the depth guard. */
+export function parseEnvelope (text: string, maxDepth = DEFAULT_MAX_JSON_DEPTH): Envelope {
+  const parsed = parseJson(text, maxDepth)
+  if (!parsed.ok) return { ok: false, id: null, error: parsed.error, notification: false }
+  return readEnvelope(parsed.value)
 }
 
 /** Checks the envelope (spec §9, JSON-RPC 2.0 §4) and looks the method up. */

@@ -1,5 +1,6 @@
 // Server-sent events for both HTTP bindings: JSON-RPC wraps each event in a JSON-RPC
 // response, HTTP+JSON sends the bare StreamResponse. Only the renderers differ.
+import type { ServerResponse } from 'node:http'
 import type { FastifyReply } from 'fastify'
 import { toA2AError, type A2AError } from '../errors/index.js'
 import type { StreamResponse } from '../schema/wire.js'
@@ -8,6 +9,18 @@ export interface SseRender {
   event (event: StreamResponse): string
   /** The data of the last `event: error` of a stream that fails mid-way. */
   error (error: A2AError): string
+}
+
+const openResponses = new WeakMap<object, Set<ServerResponse>>()
+
+/**
+ * The SSE responses being written on one HTTP server (`fastify.server`): shutdown
+ * destroys those still open once their streams had their grace.
+ */
+export function sseResponses (server: object): Set<ServerResponse> {
+  let responses = openResponses.get(server)
+  if (responses === undefined) openResponses.set(server, responses = new Set())
+  return responses
 }
 
 /**
@@ -39,6 +52,8 @@ export async function writeSse (
     void events.return?.()
   }
   raw.on('close', release)
+  const open = sseResponses(reply.server.server)
+  open.add(raw)
   try {
     if (!write(raw, `data: ${render.event(first)}\n\n`)) await drained(raw)
     for (let next = await events.next(); next.done !== true && !gone; next = await events.next()) {
@@ -50,6 +65,7 @@ export async function writeSse (
     if (!gone) raw.write(`event: error\ndata: ${render.error(error)}\n\n`)
   } finally {
     raw.off('close', release)
+    open.delete(raw)
     await events.return?.()
     raw.end()
   }

@@ -1,22 +1,23 @@
-// The WebSocket binding's connection logic (seed 000 §3–§5), independent of any
-// WebSocket library: `makeWebSocketServer` works over the minimal `WebSocketLike`
-// socket below, and a thin adapter (websocket.ts) wires a real `ws` socket to it. Every
-// frame is one JSON-RPC message; requests are multiplexed, correlated by id.
-import { JsonParseError, StreamLaggedError, UnavailableError, retryInfo, toA2AError, type A2AError } from '../errors/index.js'
+// The WebSocket binding's connection logic (seed 000 §3–§5, seed 001), independent of any
+// WebSocket library: `makeWebSocketServer` works over the minimal `WebSocketLike` socket
+// below, and a thin adapter (websocket.ts) wires a real `ws` socket to it. Every frame is
+// one JSON-RPC message; requests are multiplexed, correlated by id. How a frame reads and
+// how answers are written is the connection's dialect (websocket-dialects.ts); the calls,
+// limits and timers here are the same for both dialects.
+import { randomUUID } from 'node:crypto'
+import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { FastifyRequest } from 'fastify'
+import { MessageRateLimitedError, StreamLaggedError, UnavailableError, retryInfo, toA2AError, type A2AError } from '../errors/index.js'
 import type { CallContext } from '../handler/executor.js'
+import { windowCounter, type RateLimitStore, type WindowCounter } from '../interceptors/rate-limit.js'
+import { DEFAULT_MAX_JSON_DEPTH } from '../json-guard.js'
 import type { StreamResponse } from '../schema/wire.js'
-import type { ServiceParams } from '../service-params.js'
+import { requestedExtensions, requestedVersion, type ServiceParams } from '../service-params.js'
 import type { CallRunner } from './call.js'
-import { failure, parseEnvelope, success, type JsonRpcId, type JsonRpcRequest } from './rpc.js'
+import { failure, success, type JsonRpcId, type JsonRpcRequest } from './rpc.js'
+import { A2A_V1_SUBPROTOCOL, CloseCode, RETRY_AFTER_MS, a2aV1, seed000, type Close, type Dialect, type Incoming } from './websocket-dialects.js'
 
-export const WEBSOCKET_BINDING_URI = 'https://a2a-rust.com/bindings/websocket/v1'
-
-/** The transport marker after a stream's last event (seed 000 §4); not a StreamResponse. */
-export const STREAM_COMPLETE = { status: 'stream_complete' } as const
-
-/** Close codes used by the binding (RFC 6455 §7.4.1). */
-export const CloseCode = { GoingAway: 1001, MessageTooBig: 1009 } as const
+export { A2A_V1_BINDING, A2A_V1_SUBPROTOCOL, CloseCode, STREAM_COMPLETE, WEBSOCKET_BINDING_URI } from './websocket-dialects.js'
 
 /** What the connection logic needs of a socket. */
 export interface WebSocketLike {
@@ -28,16 +29,36 @@ export interface WebSocketLike {
   ping (): void
 }
 
-export interface WebSocketServerOptions {
-  runner: CallRunner
+/** The limits of one dialect's connections. */
+export interface DialectLimits {
   /** Requests in progress at once on one connection (a stream counts until it ends). */
   maxInFlight: number
   /** Largest incoming message in bytes; a larger one ends the connection with 1009. */
   maxMessageSize: number
+  /** Ping a peer silent for this many ms; 0 = never. */
+  pingInterval: number
+  /** Then close with 1001 a peer still silent after this many ms. */
+  pongTimeout: number
+  /** Close with 1001 after this many ms without an application message while no request is in progress; 0 = never. */
+  idleTimeout: number
+  /** Messages per window on one connection and on all the connections of one identity; past it -32000 and 1008. */
+  messageRate?: { max: number, timeWindow: number, store?: RateLimitStore }
+}
+
+export interface WebSocketServerOptions {
+  runner: CallRunner
+  /** Seed 000: requests in progress at once on one connection (a stream counts until it ends). */
+  maxInFlight: number
+  /** Seed 000: largest incoming message in bytes; a larger one ends the connection with 1009. */
+  maxMessageSize: number
   /** A stream whose socket has more than this many bytes buffered ends with STREAM_LAGGED. */
   maxBufferedBytes: number
-  /** Close a connection silent for this long with 1001 (pings keep a live peer busy); 0 = never. */
+  /** Seed 000: close a connection silent for this long with 1001 (pings keep a live peer busy); 0 = never. */
   idleTimeout: number
+  /** Arrays and objects nested in a frame, checked before it is parsed; deeper is -32600. Default 64. */
+  maxJsonDepth?: number
+  /** The a2a.v1 dialect's limits; without them every connection speaks seed 000. */
+  a2aV1?: DialectLimits
   onError (error: A2AError): void
 }
 
@@ -48,6 +69,10 @@ export interface ConnectionInfo {
   extensions: readonly string[]
   /** The upgrade request, which the interceptors of every call on the connection see. */
   request?: FastifyRequest
+  /** The subprotocol selected at the upgrade: `a2a.v1`, or none for seed 000. */
+  protocol?: string
+  /** The subject authenticated at the upgrade, under which the per-identity limits count. */
+  identity?: string
 }
 
 /** The events an adapter forwards from its socket. */
@@ -58,12 +83,33 @@ export interface Connection {
   closed (): void
 }
 
+interface Served {
+  dialect: Dialect
+  limits: DialectLimits
+  counter?: WindowCounter
+}
+
+interface OpenStream {
+  id: JsonRpcId
+  /** Set once the call has started its stream. */
+  events?: AsyncIterableIterator<StreamResponse>
+  /** Ended by the client (cancelStream): its end frame is written, and nothing after it. */
+  cancelled: boolean
+}
+
 interface OpenConnection {
-  inFlight: number
   socket: WebSocketLike
-  /** Streams in progress, so that a dropped connection releases their subscriptions. */
-  streams: Set<AsyncIterableIterator<StreamResponse>>
-  idleTimer?: NodeJS.Timeout
+  info: ConnectionInfo
+  served: Served
+  /** The connection's own key in the message-rate store. */
+  key: string
+  inFlight: number
+  /** Streams in progress, so that a cancel or a dropped connection releases their subscriptions. */
+  streams: Set<OpenStream>
+  /** The rate check of the last message: messages are acted on in the order they came. */
+  admitted: Promise<void>
+  heartbeat?: NodeJS.Timeout
+  idle?: NodeJS.Timeout
 }
 
 export interface WebSocketServer {
@@ -74,76 +120,197 @@ export interface WebSocketServer {
   drain (graceMs: number): Promise<void>
 }
 
-const RETRY_AFTER_MS = 1000
+const RATE_EXCEEDED: Close = { code: CloseCode.PolicyViolation, reason: 'rate limit exceeded' }
+const TRY_AGAIN_LATER: Close = { code: CloseCode.TryAgainLater, reason: 'try again later' }
+
+const idOf = (incoming: Incoming): JsonRpcId =>
+  incoming.kind === 'request' ? incoming.request.id ?? null : incoming.kind === 'close' ? null : incoming.id
 
 export function makeWebSocketServer (options: WebSocketServerOptions): WebSocketServer {
   const open = new Set<OpenConnection>()
+  const maxJsonDepth = options.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH
+  const serve = (dialect: Dialect, limits: DialectLimits): Served =>
+    ({ dialect, limits, counter: limits.messageRate === undefined ? undefined : windowCounter(limits.messageRate) })
+  // Seed 000's idle timeout is a ping half-way through and a close at its end.
+  const seed = serve(seed000, {
+    maxInFlight: options.maxInFlight,
+    maxMessageSize: options.maxMessageSize,
+    pingInterval: options.idleTimeout / 2,
+    pongTimeout: options.idleTimeout - options.idleTimeout / 2,
+    idleTimeout: 0
+  })
+  const v1 = options.a2aV1 === undefined ? undefined : serve(a2aV1, options.a2aV1)
 
   function send (connection: OpenConnection, frame: string): void {
     // A call that finishes after its connection dropped writes nothing.
     if (connection.socket.isOpen) connection.socket.send(frame)
   }
 
-  function sendError (connection: OpenConnection, id: JsonRpcId, error: A2AError): void {
+  /** An error frame for `id`, then `close` when one is given. */
+  function refuse (connection: OpenConnection, id: JsonRpcId, error: A2AError, close?: Close): void {
     options.onError(error)
     send(connection, failure(id, error))
+    if (close !== undefined) connection.socket.close(close.code, close.reason)
   }
 
-  async function run (connection: OpenConnection, request: JsonRpcRequest, info: ConnectionInfo): Promise<void> {
+  /** A failure no call caused (a bug, a broken socket): the connection does not go on. */
+  function internalFailure (connection: OpenConnection, error: unknown): void {
+    options.onError(toA2AError(error))
+    connection.socket.close(CloseCode.InternalError, 'internal error')
+  }
+
+  async function run (connection: OpenConnection, request: JsonRpcRequest, serviceParams: ServiceParams | undefined, stream: OpenStream | undefined): Promise<void> {
+    const { info, served: { dialect } } = connection
     const notification = !Object.hasOwn(request, 'id')
     const id: JsonRpcId = request.id ?? null
+    // A request's own parameters (a2a.v1) go over the upgrade's, for this call only.
+    const params: Readonly<ServiceParams> = serviceParams === undefined ? info.serviceParams : Object.freeze({ ...info.serviceParams, ...serviceParams })
     const context: CallContext = {
-      binding: WEBSOCKET_BINDING_URI,
+      binding: dialect.binding,
       method: request.method.name,
-      serviceParams: info.serviceParams as ServiceParams,
+      serviceParams: params as ServiceParams,
       tenant: '',
-      extensions: [...info.extensions]
+      extensions: serviceParams === undefined ? [...info.extensions] : requestedExtensions(params as ServiceParams)
     }
+    const version = serviceParams === undefined ? info.version : requestedVersion(params as ServiceParams, undefined) ?? info.version
     try {
-      const result = await options.runner.run(request.method, request.params, info.version, context, info.request)
+      const result = await options.runner.run(request.method, request.params, version, context, info.request)
       if (result.kind === 'unary') {
         if (!notification) send(connection, success(id, result.value))
         return
       }
-      await pipeStream(connection, id, result.events)
+      await pipeStream(connection, stream as OpenStream, result.events)
     } catch (error) {
-      if (notification) options.onError(toA2AError(error))
-      else sendError(connection, id, toA2AError(error))
+      const a2aError = toA2AError(error)
+      // A cancelled stream's end frame is its last: what fails after it is only logged.
+      if (notification || stream?.cancelled === true) options.onError(a2aError)
+      else refuse(connection, id, a2aError, dialect.closeAfter(a2aError))
     }
   }
 
-  async function pipeStream (connection: OpenConnection, id: JsonRpcId, events: AsyncIterableIterator<StreamResponse>): Promise<void> {
-    connection.streams.add(events)
+  async function pipeStream (connection: OpenConnection, stream: OpenStream, events: AsyncIterableIterator<StreamResponse>): Promise<void> {
+    const { socket } = connection
+    const { id } = stream
+    const stopped = () => !socket.isOpen || stream.cancelled
+    stream.events = events
     try {
+      if (stopped()) return
       for (let next = await events.next(); next.done !== true; next = await events.next()) {
-        if (!connection.socket.isOpen) return
-        if (connection.socket.bufferedAmount > options.maxBufferedBytes) {
+        if (stopped()) return
+        if (socket.bufferedAmount > options.maxBufferedBytes) {
           // The reader fell behind: its stream ends here rather than buffering without bound.
           const queued = (events as { buffered?: number }).buffered ?? 0
           const dropped = queued + 1
           await events.return?.()
-          sendError(connection, id, new StreamLaggedError(dropped).with({ metadata: { droppedEvents: String(dropped) } }))
+          refuse(connection, id, new StreamLaggedError(dropped).with({ metadata: { droppedEvents: String(dropped) } }))
           return
         }
         send(connection, success(id, next.value))
+        // One event per turn of the event loop: a burst does not hold back what the peer
+        // sends meanwhile (a cancelStream) nor the other connections.
+        await nextTurn()
       }
-      send(connection, success(id, STREAM_COMPLETE))
+      if (!stopped()) send(connection, connection.served.dialect.end(id))
     } finally {
-      connection.streams.delete(events)
+      // Releases the subscription however the stream stopped; a no-op once it ended.
+      await events.return?.()
     }
   }
 
-  function armIdleTimer (connection: OpenConnection): void {
-    if (options.idleTimeout === 0) return
-    clearTimeout(connection.idleTimer)
-    // Half-way through the idle period a ping asks a quiet peer to show it is there.
-    connection.idleTimer = setTimeout(() => {
+  /** cancelStream: each stream in progress with this id ends with one end frame; an unknown id is ignored. */
+  function cancel (connection: OpenConnection, id: JsonRpcId): void {
+    for (const stream of connection.streams) {
+      if (stream.id !== id || stream.cancelled) continue
+      stream.cancelled = true
+      send(connection, connection.served.dialect.end(id))
+      // The task goes on: only this subscription to it ends.
+      void stream.events?.return?.()
+    }
+  }
+
+  function dispatch (connection: OpenConnection, request: JsonRpcRequest, serviceParams: ServiceParams | undefined): void {
+    const notification = !Object.hasOwn(request, 'id')
+    // A streaming method's only answer is its stream: as a notification it is not run.
+    if (notification && request.method.kind === 'stream') return
+    const { dialect, limits } = connection.served
+    if (connection.inFlight >= limits.maxInFlight) {
+      refuse(connection, notification ? null : request.id ?? null, dialect.busy(limits.maxInFlight))
+      return
+    }
+    // A stream is known from its request on, so that a cancel arriving before it starts finds it.
+    const stream: OpenStream | undefined = request.method.kind === 'stream' ? { id: request.id ?? null, cancelled: false } : undefined
+    if (stream !== undefined) connection.streams.add(stream)
+    connection.inFlight++
+    run(connection, request, serviceParams, stream)
+      .catch((error: unknown) => internalFailure(connection, error))
+      .finally(() => {
+        connection.inFlight--
+        if (stream !== undefined) connection.streams.delete(stream)
+        if (connection.inFlight === 0) armIdle(connection)
+      })
+  }
+
+  function handle (connection: OpenConnection, incoming: Incoming): void {
+    switch (incoming.kind) {
+      case 'request':
+        dispatch(connection, incoming.request, incoming.serviceParams)
+        return
+      case 'cancel':
+        cancel(connection, incoming.id)
+        return
+      case 'close':
+        connection.socket.close(incoming.close.code, incoming.close.reason)
+        return
+      case 'refused':
+        if (incoming.notification) options.onError(incoming.error)
+        else refuse(connection, incoming.id, incoming.error, incoming.close)
+    }
+  }
+
+  /** The message rate limit: per connection, and per identity across its connections. */
+  async function admit (connection: OpenConnection, counter: WindowCounter, incoming: Incoming): Promise<void> {
+    // A message queued behind one that closed the connection is not acted on.
+    if (!connection.socket.isOpen) return
+    let over: boolean
+    try {
+      const own = await counter.count(`ws-connection:${connection.key}`)
+      const { identity } = connection.info
+      const shared = identity === undefined ? undefined : await counter.count(`ws-identity:${identity}`)
+      over = own.current > counter.max || (shared !== undefined && shared.current > counter.max)
+    } catch (error) {
+      // The budget cannot be checked now (its store failed): the message is not served.
+      const unavailable = new UnavailableError('the message rate limit cannot be checked').with({ cause: error, details: [retryInfo(RETRY_AFTER_MS)] })
+      refuse(connection, idOf(incoming), unavailable, TRY_AGAIN_LATER)
+      return
+    }
+    if (over) refuse(connection, idOf(incoming), new MessageRateLimitedError(), RATE_EXCEEDED)
+    else handle(connection, incoming)
+  }
+
+  /** Liveness: a peer silent for `pingInterval` is pinged, and closed with 1001 when still silent `pongTimeout` later. */
+  function armHeartbeat (connection: OpenConnection): void {
+    const { pingInterval, pongTimeout } = connection.served.limits
+    if (pingInterval === 0) return
+    clearTimeout(connection.heartbeat)
+    connection.heartbeat = setTimeout(() => {
       if (!connection.socket.isOpen) return
       connection.socket.ping()
-      connection.idleTimer = setTimeout(() => connection.socket.close(CloseCode.GoingAway, 'idle timeout'), options.idleTimeout - options.idleTimeout / 2)
-      connection.idleTimer.unref()
-    }, options.idleTimeout / 2)
-    connection.idleTimer.unref()
+      connection.heartbeat = setTimeout(() => connection.socket.close(CloseCode.GoingAway, 'idle timeout'), pongTimeout)
+      connection.heartbeat.unref()
+    }, pingInterval)
+    connection.heartbeat.unref()
+  }
+
+  /** Idle: no application message and no request in progress for `idleTimeout` closes with 1001. */
+  function armIdle (connection: OpenConnection): void {
+    const { idleTimeout } = connection.served.limits
+    if (idleTimeout === 0 || !open.has(connection)) return
+    clearTimeout(connection.idle)
+    connection.idle = setTimeout(() => {
+      if (connection.inFlight > 0) armIdle(connection)
+      else connection.socket.close(CloseCode.GoingAway, 'idle timeout')
+    }, idleTimeout)
+    connection.idle.unref()
   }
 
   return {
@@ -152,46 +319,39 @@ export function makeWebSocketServer (options: WebSocketServerOptions): WebSocket
     },
 
     opened (socket, info) {
-      const connection: OpenConnection = { inFlight: 0, socket, streams: new Set() }
+      const served = info.protocol === A2A_V1_SUBPROTOCOL && v1 !== undefined ? v1 : seed
+      const connection: OpenConnection = { socket, info, served, key: randomUUID(), inFlight: 0, streams: new Set(), admitted: Promise.resolve() }
       open.add(connection)
-      armIdleTimer(connection)
+      armHeartbeat(connection)
+      armIdle(connection)
       return {
         message (data, isBinary) {
-          armIdleTimer(connection)
-          if (data.length > options.maxMessageSize) {
-            socket.close(CloseCode.MessageTooBig, `message larger than ${options.maxMessageSize} bytes`)
-            return
+          // Frames read after a close (in the same TCP read) are not acted on.
+          if (!socket.isOpen) return
+          armHeartbeat(connection)
+          armIdle(connection)
+          try {
+            const { dialect, limits, counter } = served
+            if (data.length > limits.maxMessageSize) {
+              socket.close(CloseCode.MessageTooBig, `message larger than ${limits.maxMessageSize} bytes`)
+              return
+            }
+            const incoming = isBinary ? dialect.binary() : dialect.read(typeof data === 'string' ? data : data.toString('utf8'), maxJsonDepth)
+            if (counter === undefined) handle(connection, incoming)
+            // Counting may wait on a shared store: each message waits for the one before.
+            else connection.admitted = connection.admitted.then(() => admit(connection, counter, incoming)).catch((error: unknown) => internalFailure(connection, error))
+          } catch (error) {
+            internalFailure(connection, error)
           }
-          if (isBinary) {
-            sendError(connection, null, new JsonParseError())
-            return
-          }
-          const envelope = parseEnvelope(typeof data === 'string' ? data : data.toString('utf8'))
-          if (!envelope.ok) {
-            if (envelope.notification) options.onError(envelope.error)
-            else sendError(connection, envelope.id, envelope.error)
-            return
-          }
-          const { request } = envelope
-          const notification = !Object.hasOwn(request, 'id')
-          // A streaming method's only answer is its stream: as a notification it is not run.
-          if (notification && request.method.kind === 'stream') return
-          if (connection.inFlight >= options.maxInFlight) {
-            const refusal = new UnavailableError(`${options.maxInFlight} requests are in progress on this connection`)
-              .with({ details: [retryInfo(RETRY_AFTER_MS)] })
-            sendError(connection, notification ? null : request.id ?? null, refusal)
-            return
-          }
-          connection.inFlight++
-          run(connection, request, info).finally(() => { connection.inFlight-- })
         },
         alive () {
-          armIdleTimer(connection)
+          armHeartbeat(connection)
         },
         closed () {
           open.delete(connection)
-          clearTimeout(connection.idleTimer)
-          for (const events of connection.streams) void events.return?.()
+          clearTimeout(connection.heartbeat)
+          clearTimeout(connection.idle)
+          for (const stream of connection.streams) void stream.events?.return?.()
           connection.streams.clear()
         }
       }

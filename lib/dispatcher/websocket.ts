@@ -1,7 +1,8 @@
-// The WebSocket binding on @fastify/websocket (seed 000): the upgrade route at the
-// plugin's root path, the handshake checks (Origin, connections, A2A-Version), the
-// connection-scoped service parameters, and the thin adapter from a `ws` socket to the
-// connection logic in websocket-connection.ts.
+// The WebSocket binding on @fastify/websocket (seed 000, and the a2a.v1 dialect of seed
+// 001 for a client that offers that subprotocol): the upgrade route at the plugin's root
+// path, the handshake checks (Origin, connections, A2A-Version, a2a.v1's credential and
+// per-identity cap), the connection-scoped service parameters, and the thin adapter from
+// a `ws` socket to the connection logic in websocket-connection.ts.
 import { randomUUID } from 'node:crypto'
 import type { Server } from 'node:http'
 import type { Socket } from 'node:net'
@@ -11,9 +12,10 @@ import type {} from '@fastify/websocket'
 import {
   OriginNotAllowedError, UnavailableError, VersionNotSupportedError, errorHeaders, toA2AError, toRestError, type A2AError
 } from '../errors/index.js'
+import type { Identity } from '../interceptors/auth.js'
 import type { A2AInterceptor } from '../interceptors/types.js'
-import { requestedExtensions, requestedVersion, serviceParamsFromHeaders } from '../service-params.js'
-import type { ConnectionInfo, WebSocketLike, WebSocketServer } from './websocket-connection.js'
+import { requestedExtensions, requestedVersion, serviceParamsFromHeaders, type ServiceParams } from '../service-params.js'
+import { A2A_V1_SUBPROTOCOL, type ConnectionInfo, type WebSocketLike, type WebSocketServer } from './websocket-connection.js'
 
 export { WEBSOCKET_BINDING_URI } from './websocket-connection.js'
 
@@ -32,6 +34,15 @@ export interface WebSocketDispatcherOptions {
   allowMissingVersion: boolean
   /** Their `onUpgrade` hooks run before the 101 (e.g. a credential refused at the upgrade). */
   interceptors: readonly A2AInterceptor[]
+  /** The a2a.v1 dialect's handshake; the dialect is served when this is set. */
+  a2aV1?: { refuseAtUpgrade: boolean, maxConnectionsPerIdentity: number }
+  /** The built-in authentication's check of an upgrade's credentials, when it is configured. */
+  authenticate?: (request: FastifyRequest, serviceParams: Readonly<ServiceParams>) => Promise<Identity>
+}
+
+/** The subprotocol to select among those a client offers: a2a.v1 when it is served and offered; none means seed 000. */
+export function selectProtocol (offered: Iterable<string>, a2aV1: boolean): string | undefined {
+  return a2aV1 && [...offered].includes(A2A_V1_SUBPROTOCOL) ? A2A_V1_SUBPROTOCOL : undefined
 }
 
 function refuse (reply: FastifyReply, error: A2AError): FastifyReply {
@@ -52,6 +63,8 @@ export async function webSocketDispatcher (fastify: FastifyInstance, options: We
   const allowed = options.allowedOrigins === undefined ? undefined : new Set(options.allowedOrigins.map(origin => origin.toLowerCase()))
   const handshakes = new WeakMap<FastifyRequest, ConnectionInfo>()
   let reserved = 0
+  /** a2a.v1 connections held by each identity authenticated at the upgrade. */
+  const perIdentity = new Map<string, number>()
 
   /** The handshake checks run as a route hook, before the upgrade: a refusal is an HTTP status with the REST error body. */
   async function checkUpgrade (request: FastifyRequest, reply: FastifyReply): Promise<void> {
@@ -65,28 +78,47 @@ export async function webSocketDispatcher (fastify: FastifyInstance, options: We
       await refuse(reply, new UnavailableError(`${options.maxConnections} WebSocket connections are open`))
       return
     }
+    const offered = (request.headers['sec-websocket-protocol'] ?? '').split(',').map(name => name.trim())
+    const protocol = selectProtocol(offered, options.a2aV1 !== undefined)
     const serviceParams = serviceParamsFromHeaders(request.raw.rawHeaders, DROPPED_HEADERS)
     const version = requestedVersion(serviceParams, request.query)
-    if (version === undefined ? !options.allowMissingVersion : !SUPPORTED_VERSION.test(version)) {
+    // a2a.v1 reads the version of each request, which may bring its own (seed 001).
+    if (protocol === undefined && (version === undefined ? !options.allowMissingVersion : !SUPPORTED_VERSION.test(version))) {
       const requested = version ?? '0.3'
       await refuse(reply, new VersionNotSupportedError(version ?? '0.3 (no A2A-Version was sent)')
         .with({ metadata: { requestedVersion: requested, supportedVersions: '1.0' } }))
       return
     }
+    let identity: string | undefined
     try {
       for (const interceptor of options.interceptors) await interceptor.onUpgrade?.(request, serviceParams)
+      if (protocol !== undefined && options.a2aV1?.refuseAtUpgrade === true) identity = (await options.authenticate?.(request, serviceParams))?.subject
     } catch (error) {
       await refuse(reply, toA2AError(error))
+      return
+    }
+    // An anonymous connection counts against no identity.
+    if (identity === '') identity = undefined
+    const held = identity === undefined ? 0 : perIdentity.get(identity) ?? 0
+    if (identity !== undefined && options.a2aV1 !== undefined && held >= options.a2aV1.maxConnectionsPerIdentity) {
+      await refuse(reply, new UnavailableError(`${options.a2aV1.maxConnectionsPerIdentity} WebSocket connections are open for this identity`))
       return
     }
     // A browser can only send the version in the query string: it is a parameter all the same.
     if (version !== undefined) serviceParams['a2a-version'] = version
     serviceParams[':path'] = request.url.split('?')[0] as string
     serviceParams[':connection-id'] = randomUUID()
-    handshakes.set(request, { serviceParams: Object.freeze(serviceParams), version, extensions: requestedExtensions(serviceParams), request })
-    // The slot is held from the handshake until the TCP connection closes.
+    handshakes.set(request, { serviceParams: Object.freeze(serviceParams), version, extensions: requestedExtensions(serviceParams), request, protocol, identity })
+    // The slots are held from the handshake until the TCP connection closes.
     reserved++
-    request.raw.socket.once('close', () => { reserved-- })
+    if (identity !== undefined) perIdentity.set(identity, held + 1)
+    request.raw.socket.once('close', () => {
+      reserved--
+      if (identity === undefined) return
+      const left = (perIdentity.get(identity) ?? 1) - 1
+      if (left === 0) perIdentity.delete(identity)
+      else perIdentity.set(identity, left)
+    })
   }
 
   fastify.get('/', { websocket: true, onRequest: checkUpgrade }, (socket: WebSocket, request: FastifyRequest) => {

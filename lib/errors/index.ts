@@ -76,6 +76,8 @@ export const RateLimitedError = define('RateLimited')
 export const OriginNotAllowedError = define('OriginNotAllowed')
 export const UnavailableError = define('Unavailable')
 export const StreamLaggedError = define('StreamLagged')
+export const TooManyStreamsError = define('TooManyStreams')
+export const MessageRateLimitedError = define('MessageRateLimited')
 
 export function isA2AError (error: unknown): error is A2AError {
   return error instanceof A2AErrorBase

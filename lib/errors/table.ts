@@ -43,7 +43,10 @@ export const errorTable = {
   RateLimited: { code: 'A2A_ERR_RATE_LIMITED', message: 'Rate limit exceeded: %d calls per %d ms', jsonRpcCode: -32603, httpStatus: 429, grpcStatus: 'RESOURCE_EXHAUSTED' },
   OriginNotAllowed: { code: 'A2A_ERR_ORIGIN_NOT_ALLOWED', message: 'Origin %s is not allowed', jsonRpcCode: -32600, httpStatus: 403, grpcStatus: 'PERMISSION_DENIED' },
   Unavailable: { code: 'A2A_ERR_UNAVAILABLE', message: 'Service unavailable: %s', jsonRpcCode: -32603, httpStatus: 503, grpcStatus: 'UNAVAILABLE' },
-  StreamLagged: { code: 'A2A_ERR_STREAM_LAGGED', message: 'Stream subscriber fell behind; %d events dropped', jsonRpcCode: -32603, httpStatus: 500, grpcStatus: 'RESOURCE_EXHAUSTED', reason: 'STREAM_LAGGED', domain: BINDING_DOMAIN }
+  StreamLagged: { code: 'A2A_ERR_STREAM_LAGGED', message: 'Stream subscriber fell behind; %d events dropped', jsonRpcCode: -32603, httpStatus: 500, grpcStatus: 'RESOURCE_EXHAUSTED', reason: 'STREAM_LAGGED', domain: BINDING_DOMAIN },
+  // The a2a.v1 WebSocket dialect's own refusals (seed 001), in the JSON-RPC server-error range.
+  TooManyStreams: { code: 'A2A_ERR_TOO_MANY_STREAMS', message: 'Too many concurrent streams', jsonRpcCode: -32000, httpStatus: 429, grpcStatus: 'RESOURCE_EXHAUSTED' },
+  MessageRateLimited: { code: 'A2A_ERR_MESSAGE_RATE_LIMITED', message: 'Rate limit exceeded', jsonRpcCode: -32000, httpStatus: 429, grpcStatus: 'RESOURCE_EXHAUSTED' }
 } as const satisfies Record<string, ErrorRow>
 
 export type ErrorName = keyof typeof errorTable

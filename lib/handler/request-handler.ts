@@ -14,7 +14,7 @@ import type {
 } from '../schema/requests.js'
 import { compile } from '../schema/validate.js'
 import {
-  Artifact as ArtifactSchema, Message as MessageSchema,
+  Artifact as ArtifactSchema, Message as MessageSchema, TaskState as TaskStateSchema,
   type AgentCapabilities, type AgentCard, type Artifact, type Message, type SendMessageResponse, type StreamResponse, type Task,
   type TaskPushNotificationConfig, type TaskState
 } from '../schema/wire.js'
@@ -41,6 +41,8 @@ export interface RequestHandlerOptions {
   extendedCard?: (context: CallContext) => AgentCard | Promise<AgentCard>
   /** Events a stream buffers for a slow reader before it ends with StreamLagged. */
   maxQueuedEvents: number
+  /** An execution still running after this many ms is aborted and its task FAILED. Default 1 hour. */
+  executorTimeout?: number
   /**
    * Media types the agent accepts (the card's input modes); a message part declaring
    * another `mediaType` is refused with ContentTypeNotSupported. Undefined accepts any.
@@ -63,10 +65,12 @@ export interface TaskRef {
   scope: Scope
 }
 
+export const DEFAULT_EXECUTOR_TIMEOUT = 3_600_000
 const DEFAULT_PAGE_SIZE = 50
 const MAX_PUSH_PAGE_SIZE = 100
 const validateAgentMessage = compile(MessageSchema, 'message')
 const validateArtifact = compile(ArtifactSchema, 'artifact')
+const validateState = compile(TaskStateSchema, 'state')
 const now = () => new Date().toISOString()
 
 /** The per-task state this process keeps while it changes a task: changes apply one at a time, in order. */
@@ -90,6 +94,8 @@ interface Execution {
   replied: boolean
   /** The inline push config of the SendMessage that started the task. */
   pushConfig?: StoredPushConfig
+  /** Aborted by `executorTimeout`: the task ends FAILED, not CANCELED. */
+  timedOut: boolean
 }
 
 /**
@@ -139,10 +145,15 @@ export function projectTask (task: Task, historyLength?: number, includeArtifact
 
 export class RequestHandler {
   readonly #options: RequestHandlerOptions
+  readonly #executorTimeout: number
   readonly #runs = new Map<string, TaskRun>()
+  /** Every stream handed to a dispatcher and not yet ended: shutdown ends what is left. */
+  readonly #streams = new Set<EventQueue<StreamResponse>>()
+  #ignoredEvents = 0
 
   constructor (options: RequestHandlerOptions) {
     this.#options = options
+    this.#executorTimeout = options.executorTimeout ?? DEFAULT_EXECUTOR_TIMEOUT
   }
 
   get bus (): EventBus {
@@ -157,6 +168,63 @@ export class RequestHandler {
   /** Tasks this process is changing right now. */
   get activeTasks (): number {
     return this.#runs.size
+  }
+
+  /** Events executors emitted after their task's terminal state: ignored, and counted here. */
+  get ignoredEvents (): number {
+    return this.#ignoredEvents
+  }
+
+  /** Executions (executor calls) in progress. */
+  get runningExecutions (): number {
+    let count = 0
+    for (const run of this.#runs.values()) count += run.executions.size
+    return count
+  }
+
+  /** Streams open now, on every binding. */
+  get openStreams (): number {
+    return this.#streams.size
+  }
+
+  /** Shutdown: aborts the signal of every running execution (its task then ends CANCELED); returns how many. */
+  abortExecutions (): number {
+    let count = 0
+    for (const run of this.#runs.values()) {
+      for (const execution of run.executions) {
+        execution.controller.abort()
+        count++
+      }
+    }
+    return count
+  }
+
+  /**
+   * Shutdown: stops waiting for executions that ignored their aborted signal. Each task is
+   * marked CANCELED now; whatever its executor emits later is ignored. Returns how many.
+   */
+  async abandonExecutions (): Promise<number> {
+    const abandoned: Promise<void>[] = []
+    let count = 0
+    for (const run of this.#runs.values()) {
+      if (run.executions.size === 0) continue
+      count += run.executions.size
+      run.executions.clear()
+      abandoned.push(this.#enqueue(run, async () => {
+        if (run.state !== undefined && !isTerminal(run.state)) {
+          await this.#applyStatus(run, 'TASK_STATE_CANCELED', this.#agentMessage(run, 'the server shut down before the agent finished'))
+        }
+      }).catch((error: unknown) => this.#options.logger.error({ err: error, taskId: run.taskId }, 'could not cancel an abandoned task')))
+    }
+    await Promise.all(abandoned)
+    return count
+  }
+
+  /** Shutdown: fails every stream still open with `error`; returns how many. */
+  failStreams (error: unknown): number {
+    const streams = [...this.#streams]
+    for (const stream of streams) stream.fail(error)
+    return streams.length
   }
 
   async sendMessage (params: SendMessageRequest, context: CallContext): Promise<SendMessageResponse> {
@@ -181,7 +249,7 @@ export class RequestHandler {
 
   async sendStreamingMessage (params: SendMessageRequest, context: CallContext): Promise<AsyncIterableIterator<StreamResponse>> {
     this.#requireStreaming()
-    const queue = new EventQueue<StreamResponse>(this.#options.maxQueuedEvents)
+    const queue = this.#openStream()
     const turn = await this.#startTurn(params, context, (event) => {
       queue.push(event)
       if (endsTurn(event)) queue.end()
@@ -242,17 +310,27 @@ export class RequestHandler {
     this.#requireStreaming()
     const task = await this.#loadTask(params.id, context)
     this.#refuseTerminal(task, 'subscribe')
-    const queue = new EventQueue<StreamResponse>(this.#options.maxQueuedEvents)
+    const queue = this.#openStream()
     const run = this.#runFor(this.#scope(context), task)
+    const { bus } = this.#options
+    const deliver = (event: StreamResponse) => {
+      queue.push(event)
+      if (endsSubscription(event)) queue.end()
+    }
     await this.#enqueue(run, async () => {
-      // Snapshot and subscription happen between two changes, so no event is lost or repeated.
+      // Subscription and snapshot happen between two changes of this process, so no local
+      // event is lost or repeated. Events of other instances that arrive before the
+      // snapshot is read wait behind it.
+      let early: StreamResponse[] | undefined = []
+      queue.onClose(bus.subscribe(run.topic, (event) => { if (early === undefined) deliver(event); else early.push(event) }))
+      await bus.ready?.(run.topic)
       const current = await this.#loadTask(task.id, context)
+      if (isTerminal(current.status.state)) queue.return()
       this.#refuseTerminal(current, 'subscribe')
       queue.push({ task: projectTask(current) })
-      queue.onClose(this.#options.bus.subscribe(run.topic, (event) => {
-        queue.push(event)
-        if (endsSubscription(event)) queue.end()
-      }))
+      const waiting = early
+      early = undefined
+      for (const event of waiting) deliver(event)
     })
     return queue
   }
@@ -355,7 +433,14 @@ export class RequestHandler {
   }
 
   #newExecution (run: TaskRun, userMessage: Message): Execution {
-    return { run, controller: new AbortController(), userMessage, replied: false }
+    return { run, controller: new AbortController(), userMessage, replied: false, timedOut: false }
+  }
+
+  #openStream (): EventQueue<StreamResponse> {
+    const queue = new EventQueue<StreamResponse>(this.#options.maxQueuedEvents)
+    this.#streams.add(queue)
+    queue.onClose(() => this.#streams.delete(queue))
+    return queue
   }
 
   #executionContext (execution: Execution, task: Task | undefined, context: CallContext, params?: SendMessageRequest): ExecutionContext {
@@ -375,16 +460,29 @@ export class RequestHandler {
     return result
   }
 
-  /** Runs the executor; afterwards no task is left running without an executor. */
+  /** Runs the executor, bounded by `executorTimeout`; afterwards no task is left running without an executor. */
   async #execute (execution: Execution, context: ExecutionContext): Promise<void> {
     const { run } = execution
     let failure: unknown
+    let timer: NodeJS.Timeout | undefined
     try {
-      await this.#options.executor.execute(context, this.#eventsFor(execution))
+      // An async wrapper turns a synchronous throw into a rejection like any other.
+      const running = (async () => await this.#options.executor.execute(context, this.#eventsFor(execution)))()
+      const timedOut = new Promise<'timeout'>(resolve => {
+        timer = setTimeout(resolve, this.#executorTimeout, 'timeout')
+        // A bound on work is no reason to keep the process alive.
+        timer.unref()
+      })
+      if (await Promise.race([running, timedOut]) === 'timeout') {
+        execution.timedOut = true
+        execution.controller.abort()
+        running.catch((error: unknown) => this.#options.logger.error({ err: error, taskId: run.taskId }, 'executor failed after its timeout'))
+      }
     } catch (error) {
       failure = error
       this.#options.logger.error({ err: error, taskId: run.taskId }, 'executor failed')
     } finally {
+      clearTimeout(timer)
       run.executions.delete(execution)
     }
     await this.#enqueue(run, async () => {
@@ -396,7 +494,9 @@ export class RequestHandler {
       }
       if (run.state !== undefined && (isTerminal(run.state) || isInterrupted(run.state))) return
       await this.#ensureTask(execution)
-      if (execution.controller.signal.aborted) {
+      if (execution.timedOut) {
+        await this.#applyStatus(run, 'TASK_STATE_FAILED', this.#agentMessage(run, `the agent did not finish within ${this.#executorTimeout} ms`))
+      } else if (execution.controller.signal.aborted) {
         await this.#applyStatus(run, 'TASK_STATE_CANCELED')
       } else {
         const reason = failure === undefined ? 'the agent stopped without a final state' : 'the agent failed'
@@ -407,10 +507,12 @@ export class RequestHandler {
 
   #eventsFor (execution: Execution): ExecutionEvents {
     const { run } = execution
-    const status = (state: TaskState) => (message?: AgentMessageInput) => this.#enqueue(run, async () => {
+    const status = (state: TaskState) => (message?: AgentMessageInput) => this.#enqueueEvent(run, 'status', async () => {
       if (execution.replied) throw new InvalidAgentResponseError('a status update after a direct message reply')
       await this.#ensureTask(execution)
-      if (isTerminal(run.state as TaskState)) return
+      if (this.#ignoredAfterEnd(run, 'status')) return
+      const checked = validateState.check(state)
+      if (!checked.ok) throw new InvalidAgentResponseError(`state ${JSON.stringify(state)} is not a task state`)
       await this.#applyStatus(run, state, message === undefined ? undefined : this.#agentMessage(run, message))
     })
     return {
@@ -422,26 +524,53 @@ export class RequestHandler {
       failed: status('TASK_STATE_FAILED'),
       canceled: status('TASK_STATE_CANCELED'),
       rejected: status('TASK_STATE_REJECTED'),
-      artifact: (artifact, options) => this.#enqueue(run, async () => {
+      artifact: (artifact, options) => this.#enqueueEvent(run, 'artifact', async () => {
         if (execution.replied) throw new InvalidAgentResponseError('an artifact after a direct message reply')
         await this.#ensureTask(execution)
-        if (isTerminal(run.state as TaskState)) return
+        if (this.#ignoredAfterEnd(run, 'artifact')) return
         await this.#applyArtifact(run, artifact, options)
       }),
-      message: (input) => this.#enqueue(run, async () => {
+      message: (input) => this.#enqueueEvent(run, 'message', async () => {
         if (execution.replied) throw new InvalidAgentResponseError('a second direct message reply')
         if (run.state === undefined) {
-          execution.replied = true
+          // Checked first: an invalid reply is no reply, and the call fails with InvalidAgentResponse.
           const { taskId: _omitted, ...reply } = this.#agentMessage(run, input)
+          execution.replied = true
           this.#options.bus.publish(run.topic, { message: reply })
           return
         }
-        if (isTerminal(run.state)) return
+        if (this.#ignoredAfterEnd(run, 'message')) return
         const message = this.#agentMessage(run, input)
         await this.#options.taskStore.update(run.taskId, { kind: 'history', message }, run.scope)
         this.#publish(run, { message })
       })
     }
+  }
+
+  /**
+   * An executor event as a change of the task. An invalid event is refused to the executor
+   * (InvalidAgentResponse) and ends the task it belongs to FAILED.
+   */
+  #enqueueEvent (run: TaskRun, kind: string, change: () => Promise<void>): Promise<void> {
+    return this.#enqueue(run, async () => {
+      try {
+        await change()
+      } catch (error) {
+        if (error instanceof InvalidAgentResponseError && run.state !== undefined && !isTerminal(run.state)) {
+          this.#options.logger.warn({ taskId: run.taskId, event: kind, err: error }, 'invalid executor event: task failed')
+          await this.#applyStatus(run, 'TASK_STATE_FAILED', this.#agentMessage(run, `the agent sent an invalid ${kind} event`))
+        }
+        throw error
+      }
+    })
+  }
+
+  /** Is the task over? Then the executor's event is ignored, counted and logged. */
+  #ignoredAfterEnd (run: TaskRun, kind: string): boolean {
+    if (run.state === undefined || !isTerminal(run.state)) return false
+    this.#ignoredEvents++
+    this.#options.logger.warn({ taskId: run.taskId, event: kind, state: run.state, ignoredEvents: this.#ignoredEvents }, 'executor event after the task ended: ignored')
+    return true
   }
 
   /** Creates the task on the executor's first task event. */

@@ -69,6 +69,8 @@ function scopesOf (claims: JWTPayload): string[] {
 
 export interface Authentication {
   interceptor: A2AInterceptor
+  /** The caller of a WebSocket upgrade, from its credentials; throws the refusal (401/403) when none is valid. */
+  upgrade (request: FastifyRequest, serviceParams: Readonly<ServiceParams>): Promise<Identity>
   securitySchemes: Record<string, SecurityScheme>
   securityRequirements: SecurityRequirement[]
 }
@@ -157,6 +159,8 @@ export function authentication (options: AuthOptions): Authentication {
     securityRequirements.push({ schemes: { apiKey: { list: [] } } })
   }
 
+  const upgrade = (request: FastifyRequest, serviceParams: Readonly<ServiceParams>) =>
+    authenticate(serviceParams, { binding: '', method: '', serviceParams: serviceParams as ServiceParams, tenant: '', extensions: [] }, request)
   const interceptor: A2AInterceptor = {
     async before (context: CallContext, call: InterceptedCall) {
       const identity = await authenticate(context.serviceParams, context, call.request)
@@ -164,10 +168,8 @@ export function authentication (options: AuthOptions): Authentication {
       context.scopes = identity.scopes
     },
     onUpgrade: options.refuseAtUpgrade === true
-      ? async (request, serviceParams) => {
-        await authenticate(serviceParams, { binding: '', method: '', serviceParams: serviceParams as ServiceParams, tenant: '', extensions: [] }, request)
-      }
+      ? async (request, serviceParams) => { await upgrade(request, serviceParams) }
       : undefined
   }
-  return { interceptor, securitySchemes, securityRequirements }
+  return { interceptor, upgrade, securitySchemes, securityRequirements }
 }

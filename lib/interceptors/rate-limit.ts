@@ -33,29 +33,45 @@ function callerKey (context: CallContext, request: FastifyRequest | undefined): 
   return `ip:${request?.ip ?? 'unknown'}`
 }
 
-export function rateLimit (options: RateLimitOptions): A2AInterceptor {
+/** A fixed-window count per key in a store of @fastify/rate-limit's interface. */
+export interface WindowCounter {
+  readonly max: number
+  readonly timeWindow: number
+  /** Counts one more for `key` and gives its count in the current window. */
+  count (key: string): Promise<{ current: number, ttl: number }>
+}
+
+/** The counting of `rateLimit`, also used for the a2a.v1 WebSocket dialect's message limit. */
+export function windowCounter (options: Pick<RateLimitOptions, 'max' | 'timeWindow' | 'store' | 'redis'>): WindowCounter {
   const timeWindow = options.timeWindow ?? 60_000
   const { max } = options
   const store: RateLimitStore = options.store ??
     (options.redis !== undefined ? new RedisStore(false, false, options.redis, 'fastify-a2a-rate-limit-') : new LocalStore(false, false, 5000))
-  const keyOf = options.keyGenerator ?? callerKey
+  return {
+    max,
+    timeWindow,
+    count: (key) => new Promise((resolve, reject) => {
+      store.incr(key, (error, result) => {
+        if (error !== null || result === undefined) {
+          reject(error ?? new Error('the rate-limit store gave no count'))
+          return
+        }
+        // LocalStore hands back its live record: calls counted in the same tick (frames of
+        // one TCP read) would all read the last count. Each call keeps its own.
+        resolve({ current: result.current, ttl: result.ttl })
+      }, timeWindow, max)
+    })
+  }
+}
 
-  const count = (key: string) => new Promise<{ current: number, ttl: number }>((resolve, reject) => {
-    store.incr(key, (error, result) => {
-      if (error !== null || result === undefined) {
-        reject(error ?? new Error('the rate-limit store gave no count'))
-        return
-      }
-      // LocalStore hands back its live record: calls counted in the same tick (frames of
-      // one TCP read) would all read the last count. Each call keeps its own.
-      resolve({ current: result.current, ttl: result.ttl })
-    }, timeWindow, max)
-  })
+export function rateLimit (options: RateLimitOptions): A2AInterceptor {
+  const counter = windowCounter(options)
+  const keyOf = options.keyGenerator ?? callerKey
 
   return {
     async before (context, call) {
-      const { current, ttl } = await count(keyOf(context, call.request))
-      if (current > max) throw new RateLimitedError(max, timeWindow).with({ details: [retryInfo(ttl)] })
+      const { current, ttl } = await counter.count(keyOf(context, call.request))
+      if (current > counter.max) throw new RateLimitedError(counter.max, counter.timeWindow).with({ details: [retryInfo(ttl)] })
     }
   }
 }

@@ -1,6 +1,5 @@
 // Small clients for the HTTP+JSON binding: one request, a stream read to its end, a
 // stream held open, and the REST request a client builds for a JSON-RPC method.
-import http from 'node:http'
 import { parseSse, V1, type SseEvent } from './server.js'
 
 export const A2A_JSON = 'application/a2a+json'
@@ -63,39 +62,6 @@ export async function restStream (base: string, method: string, path: string, op
   const contentType = response.headers.get('content-type') ?? ''
   const isStream = contentType.startsWith('text/event-stream')
   return { status: response.status, contentType, text, events: isStream ? parseSse(text) : [], body: isStream ? undefined : JSON.parse(text) }
-}
-
-export interface OpenStream {
-  events: SseEvent[]
-  response: http.IncomingMessage
-  ended: Promise<void>
-  /** Drops the connection, as a client that goes away does. */
-  disconnect (): void
-}
-
-/** Opens a streaming request and resolves once `count` events arrived; the response stays open. */
-export function openRestStream (url: string, method: string, body: unknown, count: number): Promise<OpenStream> {
-  return new Promise((resolve, reject) => {
-    const headers: Record<string, string> = { ...V1 }
-    if (body !== undefined) headers['content-type'] = A2A_JSON
-    const request = http.request(url, { method, headers }, (response) => {
-      let buffer = ''
-      const events: SseEvent[] = []
-      const ended = new Promise<void>(resolveEnd => response.on('end', resolveEnd).on('close', resolveEnd))
-      response.setEncoding('utf8')
-      response.on('data', (chunk: string) => {
-        buffer += chunk
-        const blocks = buffer.split('\n\n')
-        buffer = blocks.pop() ?? ''
-        for (const block of blocks) events.push(...parseSse(block + '\n\n'))
-        if (events.length >= count) {
-          resolve({ events, response, ended, disconnect: () => { response.destroy(); request.destroy() } })
-        }
-      })
-    })
-    request.on('error', reject)
-    request.end(body === undefined ? undefined : JSON.stringify(body))
-  })
 }
 
 export interface RestRequest {

@@ -1,5 +1,6 @@
 // Shared test helpers: a real listening server running the conformance agent, and
 // small clients for JSON-RPC over HTTP and SSE.
+import http from 'node:http'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { a2aWebSocket, type A2APluginOptions, type Message } from '../../lib/index.js'
 import { conformanceAgent, conformanceCard } from '../../examples/agent.js'
@@ -103,4 +104,37 @@ export async function eventually (check: () => boolean | Promise<boolean>, ms = 
     if (Date.now() > deadline) throw new Error('condition not reached in time')
     await new Promise(resolve => setTimeout(resolve, 10))
   }
+}
+
+export interface OpenStream {
+  events: SseEvent[]
+  response: http.IncomingMessage
+  ended: Promise<void>
+  /** Drops the connection, as a client that goes away does. */
+  disconnect (): void
+}
+
+/** Opens a streaming request (JSON-RPC or HTTP+JSON) and resolves once `count` events arrived; the response stays open. */
+export function openSse (url: string, method: string, body: unknown, count: number): Promise<OpenStream> {
+  return new Promise((resolve, reject) => {
+    const headers: Record<string, string> = { ...V1 }
+    if (body !== undefined) headers['content-type'] = 'application/json'
+    const request = http.request(url, { method, headers }, (response) => {
+      let buffer = ''
+      const events: SseEvent[] = []
+      const ended = new Promise<void>(resolveEnd => response.on('end', resolveEnd).on('close', resolveEnd))
+      response.setEncoding('utf8')
+      response.on('data', (chunk: string) => {
+        buffer += chunk
+        const blocks = buffer.split('\n\n')
+        buffer = blocks.pop() ?? ''
+        for (const block of blocks) events.push(...parseSse(block + '\n\n'))
+        if (events.length >= count) {
+          resolve({ events, response, ended, disconnect: () => { response.destroy(); request.destroy() } })
+        }
+      })
+    })
+    request.on('error', reject)
+    request.end(body === undefined ? undefined : JSON.stringify(body))
+  })
 }

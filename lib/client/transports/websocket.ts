@@ -16,7 +16,7 @@ import {
   ClientError, ConnectionError, InvalidResponseError, StreamIncompleteError, TooManyPendingError, errorFromJsonRpc
 } from '../errors.js'
 import { isFinalEvent, taskIdOf, type CallOptions, type StreamMethod, type Transport, type TransportOptions, type UnaryMethod } from '../transport.js'
-import { openWebSocket, type WebSocketConstructor, type WebSocketLike } from '../websocket-runtime.js'
+import { checkServiceParams, openWebSocket, type WebSocketConstructor, type WebSocketLike } from '../websocket-runtime.js'
 
 export const WEBSOCKET_BINDING_URI = 'https://a2a-rust.com/bindings/websocket/v1'
 
@@ -70,7 +70,9 @@ export class WebSocketTransport implements Transport {
   #waiting = 0
   #closed = false
 
+  /** In a browser, service parameters other than A2A-Version throw a TypeError here: a browser cannot send them. */
   constructor (options: WebSocketTransportOptions) {
+    checkServiceParams(options.serviceParams)
     this.#options = options
     this.url = options.url
     this.#maxPending = options.maxPending ?? 64

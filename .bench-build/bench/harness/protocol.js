@@ -1,0 +1,2 @@
+export {};
+//# sourceMappingURL=protocol.js.map

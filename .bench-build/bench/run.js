@@ -1,0 +1,91 @@
+// `npm run bench` (full) and `npm run bench:quick`: runs the scenarios of issue 8, each
+// server in a process of its own and the load from this one, all on 127.0.0.1; prints
+// the table and writes the raw samples to bench/results/. `--only=p1,p3` runs some of
+// the scenarios (P1 and the REST row are one HTTP run: `p1` or `rest`).
+import { mkdir, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { buildRows, renderTable } from './report.js';
+import { httpUnary, idleConnections, streaming, webSocketUnary } from './scenarios.js';
+const FULL = {
+    mode: 'full',
+    repetitions: 3,
+    httpSeconds: 10,
+    warmupSeconds: 2,
+    httpConnections: 50,
+    pipelineMs: 5000,
+    inFlight: 64,
+    streamChunks: [10_000, 20_000],
+    // Its appends cost time in proportion to the artifact (quadratic overall): 20,000 would take minutes.
+    peerStreamChunks: [1_000, 2_000],
+    idleCounts: [1_000, 10_000],
+    idleCeiling: true,
+    getTaskCalls: 1000
+};
+const QUICK = {
+    ...FULL,
+    mode: 'quick',
+    repetitions: 1,
+    httpSeconds: 2,
+    warmupSeconds: 0.5,
+    pipelineMs: 2000,
+    peerStreamChunks: [500, 1_000],
+    // Opening 10,000 connections takes most of the quick budget: only ours are opened.
+    idleCeiling: false,
+    getTaskCalls: 200
+};
+const figuresOnly = (run) => async (plan) => ({ figures: await run(plan) });
+const scenarios = [
+    { keys: ['p1', 'rest'], title: 'P1 + REST: unary SendMessage over HTTP', run: figuresOnly(httpUnary) },
+    { keys: ['p2'], title: 'P2: unary SendMessage over WebSocket', run: figuresOnly(webSocketUnary) },
+    { keys: ['p3'], title: 'P3: streams of appended chunks', run: streaming },
+    { keys: ['p4'], title: 'P4: idle WebSocket connections', run: figuresOnly(idleConnections) }
+];
+const quick = process.argv.includes('--quick');
+const plan = quick ? QUICK : FULL;
+const only = process.argv.find(arg => arg.startsWith('--only='))?.slice('--only='.length).split(',');
+const selected = scenarios.filter(scenario => only === undefined || scenario.keys.some(key => only.includes(key)));
+const startedAt = new Date();
+const loadBefore = os.loadavg();
+const began = Date.now();
+const figures = {};
+const failures = {};
+for (const scenario of selected) {
+    const started = Date.now();
+    process.stderr.write(`${scenario.title} …`);
+    const results = await scenario.run(plan);
+    Object.assign(figures, results.figures);
+    Object.assign(failures, results.failures);
+    process.stderr.write(` ${((Date.now() - started) / 1000).toFixed(0)} s\n`);
+}
+const loadAfter = os.loadavg();
+const rows = buildRows(figures, failures, { ours: plan.streamChunks, peer: plan.peerStreamChunks }, plan.idleCounts);
+const loads = (values) => values.map(value => value.toFixed(2)).join(' ');
+console.log(`\n${plan.mode} run, ${startedAt.toISOString()}, ${plan.repetitions === 1 ? '1 repetition (quick: not a median)' : `median of ${plan.repetitions} repetitions`}, ` +
+    `${((Date.now() - began) / 1000).toFixed(0)} s; load average ${loads(loadBefore)} before, ${loads(loadAfter)} after; ` +
+    `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'CPU'}, Node ${process.version}\n`);
+console.log(renderTable(rows));
+for (const [name, reason] of Object.entries(failures))
+    console.log(`\n${name} failed: ${reason}`);
+// Less disturbed by other work on the machine than throughput: what each call cost the server.
+const cpu = Object.entries(figures).filter(([name]) => name.endsWith('.cpu'));
+if (cpu.length > 0)
+    console.log(`\nserver CPU per call: ${cpu.map(([name, value]) => `${name.slice(0, -'.cpu'.length)} ${Math.round(value?.median ?? 0)} µs`).join(', ')}`);
+const resultsDir = fileURLToPath(new URL('../../bench/results/', import.meta.url));
+const file = `${resultsDir}${quick ? 'latest-quick.json' : 'latest.json'}`;
+await mkdir(resultsDir, { recursive: true });
+await writeFile(file, JSON.stringify({
+    date: startedAt.toISOString(),
+    seconds: (Date.now() - began) / 1000,
+    loadAverage: { before: loadBefore, after: loadAfter },
+    machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, node: process.version },
+    plan,
+    scenarios: selected.map(scenario => scenario.title),
+    figures,
+    failures,
+    rows
+}, null, 2) + '\n');
+console.log(`\nraw results: ${file}`);
+// Keep-alive sockets of fetch and autocannon must not hold the process open.
+process.exit(0);
+//# sourceMappingURL=run.js.map

@@ -1,0 +1,33 @@
+const starters = {
+    'fastify-a2a': () => import('./servers/fastify-a2a.js'),
+    'a2a-js': () => import('./servers/a2a-js.js'),
+    'bare-fastify': () => import('./servers/bare-fastify.js'),
+    'bare-ws': () => import('./servers/bare-ws.js')
+};
+const send = (message) => process.send?.(message);
+const gc = globalThis.gc;
+const kind = process.argv[2];
+const starter = starters[kind];
+if (starter === undefined || process.send === undefined) {
+    console.error(`usage: node server.js <${Object.keys(starters).join('|')}> (with an IPC channel)`);
+    process.exit(2);
+}
+process.on('SIGTERM', () => process.exit(0));
+// The orchestrator is gone: no bench server outlives it.
+process.on('disconnect', () => process.exit(0));
+process.on('message', (message) => {
+    if (message.type === 'cpu') {
+        const { user, system } = process.cpuUsage();
+        send({ type: 'cpu', id: message.id, user, system });
+        return;
+    }
+    // Twice: the first pass may only queue finalizers whose memory the second frees.
+    gc?.();
+    gc?.();
+    const { heapUsed, rss, external, arrayBuffers } = process.memoryUsage();
+    send({ type: 'memory', id: message.id, heapUsed, rss, external, arrayBuffers });
+});
+const { port } = await (await starter()).start();
+send({ type: 'listening', port });
+export {};
+//# sourceMappingURL=server.js.map

@@ -1,0 +1,13 @@
+// The WebSocket ceiling: a bare `ws` server that sends every text frame straight back.
+import { once } from 'node:events';
+import { WebSocketServer } from 'ws';
+export async function start() {
+    const server = new WebSocketServer({ host: '127.0.0.1', port: 0 });
+    server.on('connection', (socket) => {
+        socket.on('message', (data, isBinary) => socket.send(data, { binary: isBinary }));
+    });
+    await once(server, 'listening');
+    const address = server.address();
+    return { port: typeof address === 'object' && address !== null ? address.port : 0 };
+}
+//# sourceMappingURL=bare-ws.js.map

@@ -1,0 +1,68 @@
+import { InvalidAgentResponseError, errorHeaders, toA2AError } from '../errors/index.js';
+import { requestedVersion } from '../service-params.js';
+import { httpCallContext } from './call.js';
+import { failure, failureObject, parseEnvelope, success } from './rpc.js';
+import { writeSse } from './sse.js';
+export const JSONRPC_BINDING = 'JSONRPC';
+/** Logs what the client is not shown: the cause of an internal error (a request's or the instance's logger). */
+export function logInternal(source, error) {
+    if (error.row.httpStatus >= 500)
+        source.log.error({ err: error.cause ?? error }, 'A2A call failed');
+}
+/** HTTP statuses a JSON-RPC error keeps: refusals before the call is served. Any other error is a 200. */
+const REFUSAL_STATUSES = new Set([401, 403, 413, 429]);
+function sendError(request, reply, id, error) {
+    logInternal(request, error);
+    const status = REFUSAL_STATUSES.has(error.row.httpStatus) ? error.row.httpStatus : 200;
+    return reply.code(status).headers(errorHeaders(error)).type('application/json').send(failure(id, error));
+}
+export async function jsonRpcDispatcher(fastify, options) {
+    const { runner } = options;
+    // The body is parsed once, here, so that bad JSON is a JSON-RPC error and not Fastify's.
+    fastify.removeAllContentTypeParsers();
+    fastify.addContentTypeParser('*', { parseAs: 'string', bodyLimit: options.bodyLimit }, (_request, body, done) => done(null, body));
+    fastify.setErrorHandler((error, request, reply) => {
+        return sendError(request, reply, null, toA2AError(error, options.bodyLimit));
+    });
+    fastify.post('/', async (request, reply) => {
+        const envelope = parseEnvelope(typeof request.body === 'string' ? request.body : '', options.maxJsonDepth);
+        if (!envelope.ok)
+            return envelope.notification ? reply.code(204).send() : sendError(request, reply, envelope.id, envelope.error);
+        const { id, method, params } = envelope.request;
+        const notification = !Object.hasOwn(envelope.request, 'id');
+        const replyId = id ?? null;
+        const context = httpCallContext(JSONRPC_BINDING, method.name, request);
+        // A streaming method's only answer is its stream: as a notification it is not run.
+        if (notification && method.kind === 'stream')
+            return reply.code(204).send();
+        try {
+            const result = await runner.run(method, params, requestedVersion(context.serviceParams, request.query), context, request);
+            if (context.extensions.length > 0)
+                reply.header('a2a-extensions', context.extensions.join(', '));
+            if (notification) {
+                if (result.kind === 'stream')
+                    await result.events.return?.();
+                return reply.code(204).send();
+            }
+            if (result.kind === 'unary')
+                return reply.type('application/json').send(success(replyId, result.value));
+            // Errors before the first event are plain JSON-RPC responses: read it first.
+            const first = await result.events.next();
+            if (first.done === true)
+                throw new InvalidAgentResponseError('the stream ended before its first event');
+            await writeSse(reply, first.value, result.events, {
+                event: (event) => success(replyId, event),
+                error: (error) => JSON.stringify(failureObject(replyId, error))
+            }, (error) => logInternal(request, error));
+            return reply;
+        }
+        catch (error) {
+            if (notification) {
+                logInternal(request, toA2AError(error));
+                return reply.code(204).send();
+            }
+            return sendError(request, reply, replyId, toA2AError(error));
+        }
+    });
+}
+//# sourceMappingURL=jsonrpc.js.map

@@ -1,0 +1,133 @@
+import { InvalidAgentResponseError, MethodNotFoundError, UnsupportedMediaTypeError, errorHeaders, invalidParams, toA2AError, toRestError } from '../errors/index.js';
+import * as requests from '../schema/requests.js';
+import { requestedVersion } from '../service-params.js';
+import { httpCallContext, methods } from './call.js';
+import { parseJson } from '../json-guard.js';
+import { logInternal } from './jsonrpc.js';
+import { queryDecoder } from './rest-query.js';
+import { writeSse } from './sse.js';
+export const REST_BINDING = 'HTTP+JSON';
+/** The binding's media type (v1.0.1); v1.0.0 used application/json, which is accepted too. */
+const A2A_JSON = 'application/a2a+json';
+const PLAIN_JSON = 'application/json';
+const routes = [
+    { method: 'POST', url: '/message::send', operation: 'SendMessage' },
+    { method: 'POST', url: '/message::stream', operation: 'SendStreamingMessage' },
+    { method: 'GET', url: '/tasks/:id', operation: 'GetTask', query: requests.GetTaskRequest },
+    { method: 'GET', url: '/tasks', operation: 'ListTasks', query: requests.ListTasksRequest },
+    { method: 'POST', url: '/tasks/:id(.+)::cancel', operation: 'CancelTask' },
+    // The proto binds GET, the spec's prose POST: both are served (digest §14 #1).
+    { method: 'GET', url: '/tasks/:id(.+)::subscribe', operation: 'SubscribeToTask', query: requests.SubscribeToTaskRequest },
+    { method: 'POST', url: '/tasks/:id(.+)::subscribe', operation: 'SubscribeToTask' },
+    { method: 'POST', url: '/tasks/:taskId/pushNotificationConfigs', operation: 'CreateTaskPushNotificationConfig' },
+    { method: 'GET', url: '/tasks/:taskId/pushNotificationConfigs', operation: 'ListTaskPushNotificationConfigs', query: requests.ListTaskPushNotificationConfigsRequest },
+    { method: 'GET', url: '/tasks/:taskId/pushNotificationConfigs/:id', operation: 'GetTaskPushNotificationConfig', query: requests.GetTaskPushNotificationConfigRequest },
+    { method: 'DELETE', url: '/tasks/:taskId/pushNotificationConfigs/:id', operation: 'DeleteTaskPushNotificationConfig', query: requests.DeleteTaskPushNotificationConfigRequest },
+    { method: 'GET', url: '/extendedAgentCard', operation: 'GetExtendedAgentCard', query: requests.GetExtendedAgentCardRequest }
+];
+const TENANT_PREFIX = '/:tenant';
+/**
+ * Without a plugin prefix these are the paths the binding owns (each also under /{tenant}):
+ * an unknown route among them gets the A2A 404 body, any other path the application's own 404.
+ */
+const ROOT_SURFACE = ['/message::*', '/tasks', '/tasks/*', '/extendedAgentCard', '/extendedAgentCard/*'];
+const SURFACE_METHODS = ['DELETE', 'GET', 'PATCH', 'POST', 'PUT'];
+/** q of the most specific range of `accept` that matches `type` (0 when none does). */
+function quality(accept, type) {
+    let specificity = -1;
+    let q = 0;
+    for (const range of accept.split(',')) {
+        const [name = '', ...parameters] = range.split(';').map(part => part.trim().toLowerCase());
+        const rank = name === type ? 2 : name === 'application/*' ? 1 : name === '*/*' ? 0 : -1;
+        if (rank <= specificity)
+            continue;
+        specificity = rank;
+        const weight = parameters.find(parameter => parameter.startsWith('q='));
+        q = weight === undefined ? 1 : Number(weight.slice(2)) || 0;
+    }
+    return q;
+}
+/** application/a2a+json, unless the client's Accept prefers application/json. */
+function responseType(accept) {
+    if (accept === undefined)
+        return A2A_JSON;
+    return quality(accept, PLAIN_JSON) > quality(accept, A2A_JSON) ? PLAIN_JSON : A2A_JSON;
+}
+/** Either JSON media type, in UTF-8 (the only charset application/a2a+json allows, spec §14.1). */
+function isJson(contentType) {
+    const [type = '', ...parameters] = contentType.split(';').map(part => part.trim().toLowerCase());
+    if (type !== A2A_JSON && type !== PLAIN_JSON)
+        return false;
+    return parameters.every(parameter => !parameter.startsWith('charset=') || parameter.replace(/"/g, '') === 'charset=utf-8');
+}
+/** The JSON object of a POST body; an empty body is `{}` (subscribe and cancel may send none). */
+function readBody(request, maxJsonDepth) {
+    const text = typeof request.body === 'string' ? request.body : '';
+    const contentType = request.headers['content-type'];
+    if (contentType === undefined ? text !== '' : !isJson(contentType))
+        throw new UnsupportedMediaTypeError(contentType ?? '(none)');
+    if (text === '')
+        return {};
+    const parsed = parseJson(text, maxJsonDepth);
+    if (!parsed.ok)
+        throw parsed.error;
+    const { value } = parsed;
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+        throw invalidParams([{ field: '', description: 'the request body must be a JSON object' }]);
+    }
+    return value;
+}
+function sendError(request, reply, error) {
+    logInternal(request, error);
+    return reply.code(error.row.httpStatus).headers(errorHeaders(error)).type(responseType(request.headers.accept)).send(JSON.stringify(toRestError(error)));
+}
+export async function restDispatcher(fastify, options) {
+    const { runner } = options;
+    // The body is read as text and parsed by the route, so that an unknown route is a 404
+    // whatever its body, and bad JSON or another media type is the binding's error.
+    fastify.removeAllContentTypeParsers();
+    fastify.addContentTypeParser('*', { parseAs: 'string', bodyLimit: options.bodyLimit }, (_request, body, done) => done(null, body));
+    fastify.setErrorHandler((error, request, reply) => sendError(request, reply, toA2AError(error, options.bodyLimit)));
+    const call = async (spec, decode, request, reply) => {
+        const path = request.params;
+        // The path wins over a repeated body or query field (spec §11, transcoding).
+        const params = { ...(decode === undefined ? readBody(request, options.maxJsonDepth) : decode(request.query)), ...path };
+        const context = httpCallContext(REST_BINDING, spec.name, request, path.tenant);
+        const result = await runner.run(spec, params, requestedVersion(context.serviceParams, request.query), context, request);
+        if (context.extensions.length > 0)
+            reply.header('a2a-extensions', context.extensions.join(', '));
+        if (result.kind === 'unary')
+            return reply.type(responseType(request.headers.accept)).send(JSON.stringify(result.value));
+        // Errors before the first event are plain error responses: read it first.
+        const first = await result.events.next();
+        if (first.done === true)
+            throw new InvalidAgentResponseError('the stream ended before its first event');
+        await writeSse(reply, first.value, result.events, {
+            event: (event) => JSON.stringify(event),
+            error: (error) => JSON.stringify(toRestError(error))
+        }, (error) => logInternal(request, error));
+        return reply;
+    };
+    for (const route of routes) {
+        const spec = methods.get(route.operation);
+        const decode = route.query === undefined ? undefined : queryDecoder(route.query);
+        for (const prefix of ['', TENANT_PREFIX]) {
+            fastify.route({ method: route.method, url: prefix + route.url, handler: (request, reply) => call(spec, decode, request, reply) });
+        }
+    }
+    const notFound = (request, reply) => sendError(request, reply, new MethodNotFoundError(`${request.method} ${request.url.split('?')[0]}`));
+    // Under a prefix the whole prefix is the A2A surface. At the root a not-found handler
+    // would take over the application's 404 (and clash with its own setNotFoundHandler),
+    // so only the binding's own paths are caught there.
+    if (fastify.prefix !== '') {
+        fastify.setNotFoundHandler(notFound);
+        return;
+    }
+    for (const path of ROOT_SURFACE) {
+        const served = routes.filter(route => route.url === path).map(route => route.method);
+        const unserved = SURFACE_METHODS.filter(method => !served.includes(method));
+        for (const prefix of ['', TENANT_PREFIX])
+            fastify.route({ method: unserved, url: prefix + path, handler: notFound });
+    }
+}
+//# sourceMappingURL=rest.js.map

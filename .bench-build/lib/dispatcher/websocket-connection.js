@@ -1,0 +1,276 @@
+// The WebSocket binding's connection logic (seed 000 §3–§5, seed 001), independent of any
+// WebSocket library: `makeWebSocketServer` works over the minimal `WebSocketLike` socket
+// below, and a thin adapter (websocket.ts) wires a real `ws` socket to it. Every frame is
+// one JSON-RPC message; requests are multiplexed, correlated by id. How a frame reads and
+// how answers are written is the connection's dialect (websocket-dialects.ts); the calls,
+// limits and timers here are the same for both dialects.
+import { randomUUID } from 'node:crypto';
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import { MessageRateLimitedError, StreamLaggedError, UnavailableError, retryInfo, toA2AError } from '../errors/index.js';
+import { windowCounter } from '../interceptors/rate-limit.js';
+import { DEFAULT_MAX_JSON_DEPTH } from '../json-guard.js';
+import { requestedExtensions, requestedVersion } from '../service-params.js';
+import { failure, success } from './rpc.js';
+import { A2A_V1_SUBPROTOCOL, CloseCode, RETRY_AFTER_MS, a2aV1, seed000 } from './websocket-dialects.js';
+export { A2A_V1_BINDING, A2A_V1_SUBPROTOCOL, CloseCode, STREAM_COMPLETE, WEBSOCKET_BINDING_URI } from './websocket-dialects.js';
+const RATE_EXCEEDED = { code: CloseCode.PolicyViolation, reason: 'rate limit exceeded' };
+const TRY_AGAIN_LATER = { code: CloseCode.TryAgainLater, reason: 'try again later' };
+const idOf = (incoming) => incoming.kind === 'request' ? incoming.request.id ?? null : incoming.kind === 'close' ? null : incoming.id;
+export function makeWebSocketServer(options) {
+    const open = new Set();
+    const maxJsonDepth = options.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH;
+    const serve = (dialect, limits) => ({ dialect, limits, counter: limits.messageRate === undefined ? undefined : windowCounter(limits.messageRate) });
+    // Seed 000's idle timeout is a ping half-way through and a close at its end.
+    const seed = serve(seed000, {
+        maxInFlight: options.maxInFlight,
+        maxMessageSize: options.maxMessageSize,
+        pingInterval: options.idleTimeout / 2,
+        pongTimeout: options.idleTimeout - options.idleTimeout / 2,
+        idleTimeout: 0
+    });
+    const v1 = options.a2aV1 === undefined ? undefined : serve(a2aV1, options.a2aV1);
+    function send(connection, frame) {
+        // A call that finishes after its connection dropped writes nothing.
+        if (connection.socket.isOpen)
+            connection.socket.send(frame);
+    }
+    /** An error frame for `id`, then `close` when one is given. */
+    function refuse(connection, id, error, close) {
+        options.onError(error);
+        send(connection, failure(id, error));
+        if (close !== undefined)
+            connection.socket.close(close.code, close.reason);
+    }
+    /** A failure no call caused (a bug, a broken socket): the connection does not go on. */
+    function internalFailure(connection, error) {
+        options.onError(toA2AError(error));
+        connection.socket.close(CloseCode.InternalError, 'internal error');
+    }
+    async function run(connection, request, serviceParams, stream) {
+        const { info, served: { dialect } } = connection;
+        const notification = !Object.hasOwn(request, 'id');
+        const id = request.id ?? null;
+        // A request's own parameters (a2a.v1) go over the upgrade's, for this call only.
+        const params = serviceParams === undefined ? info.serviceParams : Object.freeze({ ...info.serviceParams, ...serviceParams });
+        const context = {
+            binding: dialect.binding,
+            method: request.method.name,
+            serviceParams: params,
+            tenant: '',
+            extensions: serviceParams === undefined ? [...info.extensions] : requestedExtensions(params)
+        };
+        const version = serviceParams === undefined ? info.version : requestedVersion(params, undefined) ?? info.version;
+        try {
+            const result = await options.runner.run(request.method, request.params, version, context, info.request);
+            if (result.kind === 'unary') {
+                if (!notification)
+                    send(connection, success(id, result.value));
+                return;
+            }
+            await pipeStream(connection, stream, result.events);
+        }
+        catch (error) {
+            const a2aError = toA2AError(error);
+            // A cancelled stream's end frame is its last: what fails after it is only logged.
+            if (notification || stream?.cancelled === true)
+                options.onError(a2aError);
+            else
+                refuse(connection, id, a2aError, dialect.closeAfter(a2aError));
+        }
+    }
+    async function pipeStream(connection, stream, events) {
+        const { socket } = connection;
+        const { id } = stream;
+        const stopped = () => !socket.isOpen || stream.cancelled;
+        stream.events = events;
+        try {
+            if (stopped())
+                return;
+            for (let next = await events.next(); next.done !== true; next = await events.next()) {
+                if (stopped())
+                    return;
+                if (socket.bufferedAmount > options.maxBufferedBytes) {
+                    // The reader fell behind: its stream ends here rather than buffering without bound.
+                    const queued = events.buffered ?? 0;
+                    const dropped = queued + 1;
+                    await events.return?.();
+                    refuse(connection, id, new StreamLaggedError(dropped).with({ metadata: { droppedEvents: String(dropped) } }));
+                    return;
+                }
+                send(connection, success(id, next.value));
+                // One event per turn of the event loop: a burst does not hold back what the peer
+                // sends meanwhile (a cancelStream) nor the other connections.
+                await nextTurn();
+            }
+            if (!stopped())
+                send(connection, connection.served.dialect.end(id));
+        }
+        finally {
+            // Releases the subscription however the stream stopped; a no-op once it ended.
+            await events.return?.();
+        }
+    }
+    /** cancelStream: each stream in progress with this id ends with one end frame; an unknown id is ignored. */
+    function cancel(connection, id) {
+        for (const stream of connection.streams) {
+            if (stream.id !== id || stream.cancelled)
+                continue;
+            stream.cancelled = true;
+            send(connection, connection.served.dialect.end(id));
+            // The task goes on: only this subscription to it ends.
+            void stream.events?.return?.();
+        }
+    }
+    function dispatch(connection, request, serviceParams) {
+        const notification = !Object.hasOwn(request, 'id');
+        // A streaming method's only answer is its stream: as a notification it is not run.
+        if (notification && request.method.kind === 'stream')
+            return;
+        const { dialect, limits } = connection.served;
+        if (connection.inFlight >= limits.maxInFlight) {
+            refuse(connection, notification ? null : request.id ?? null, dialect.busy(limits.maxInFlight));
+            return;
+        }
+        // A stream is known from its request on, so that a cancel arriving before it starts finds it.
+        const stream = request.method.kind === 'stream' ? { id: request.id ?? null, cancelled: false } : undefined;
+        if (stream !== undefined)
+            connection.streams.add(stream);
+        connection.inFlight++;
+        run(connection, request, serviceParams, stream)
+            .catch((error) => internalFailure(connection, error))
+            .finally(() => {
+            connection.inFlight--;
+            if (stream !== undefined)
+                connection.streams.delete(stream);
+            if (connection.inFlight === 0)
+                armIdle(connection);
+        });
+    }
+    function handle(connection, incoming) {
+        switch (incoming.kind) {
+            case 'request':
+                dispatch(connection, incoming.request, incoming.serviceParams);
+                return;
+            case 'cancel':
+                cancel(connection, incoming.id);
+                return;
+            case 'close':
+                connection.socket.close(incoming.close.code, incoming.close.reason);
+                return;
+            case 'refused':
+                if (incoming.notification)
+                    options.onError(incoming.error);
+                else
+                    refuse(connection, incoming.id, incoming.error, incoming.close);
+        }
+    }
+    /** The message rate limit: per connection, and per identity across its connections. */
+    async function admit(connection, counter, incoming) {
+        // A message queued behind one that closed the connection is not acted on.
+        if (!connection.socket.isOpen)
+            return;
+        let over;
+        try {
+            const own = await counter.count(`ws-connection:${connection.key}`);
+            const { identity } = connection.info;
+            const shared = identity === undefined ? undefined : await counter.count(`ws-identity:${identity}`);
+            over = own.current > counter.max || (shared !== undefined && shared.current > counter.max);
+        }
+        catch (error) {
+            // The budget cannot be checked now (its store failed): the message is not served.
+            const unavailable = new UnavailableError('the message rate limit cannot be checked').with({ cause: error, details: [retryInfo(RETRY_AFTER_MS)] });
+            refuse(connection, idOf(incoming), unavailable, TRY_AGAIN_LATER);
+            return;
+        }
+        if (over)
+            refuse(connection, idOf(incoming), new MessageRateLimitedError(), RATE_EXCEEDED);
+        else
+            handle(connection, incoming);
+    }
+    /** Liveness: a peer silent for `pingInterval` is pinged, and closed with 1001 when still silent `pongTimeout` later. */
+    function armHeartbeat(connection) {
+        const { pingInterval, pongTimeout } = connection.served.limits;
+        if (pingInterval === 0)
+            return;
+        clearTimeout(connection.heartbeat);
+        connection.heartbeat = setTimeout(() => {
+            if (!connection.socket.isOpen)
+                return;
+            connection.socket.ping();
+            connection.heartbeat = setTimeout(() => connection.socket.close(CloseCode.GoingAway, 'idle timeout'), pongTimeout);
+            connection.heartbeat.unref();
+        }, pingInterval);
+        connection.heartbeat.unref();
+    }
+    /** Idle: no application message and no request in progress for `idleTimeout` closes with 1001. */
+    function armIdle(connection) {
+        const { idleTimeout } = connection.served.limits;
+        if (idleTimeout === 0 || !open.has(connection))
+            return;
+        clearTimeout(connection.idle);
+        connection.idle = setTimeout(() => {
+            if (connection.inFlight > 0)
+                armIdle(connection);
+            else
+                connection.socket.close(CloseCode.GoingAway, 'idle timeout');
+        }, idleTimeout);
+        connection.idle.unref();
+    }
+    return {
+        get connections() {
+            return open.size;
+        },
+        opened(socket, info) {
+            const served = info.protocol === A2A_V1_SUBPROTOCOL && v1 !== undefined ? v1 : seed;
+            const connection = { socket, info, served, key: randomUUID(), inFlight: 0, streams: new Set(), admitted: Promise.resolve() };
+            open.add(connection);
+            armHeartbeat(connection);
+            armIdle(connection);
+            return {
+                message(data, isBinary) {
+                    // Frames read after a close (in the same TCP read) are not acted on.
+                    if (!socket.isOpen)
+                        return;
+                    armHeartbeat(connection);
+                    armIdle(connection);
+                    try {
+                        const { dialect, limits, counter } = served;
+                        if (data.length > limits.maxMessageSize) {
+                            socket.close(CloseCode.MessageTooBig, `message larger than ${limits.maxMessageSize} bytes`);
+                            return;
+                        }
+                        const incoming = isBinary ? dialect.binary() : dialect.read(typeof data === 'string' ? data : data.toString('utf8'), maxJsonDepth);
+                        if (counter === undefined)
+                            handle(connection, incoming);
+                        // Counting may wait on a shared store: each message waits for the one before.
+                        else
+                            connection.admitted = connection.admitted.then(() => admit(connection, counter, incoming)).catch((error) => internalFailure(connection, error));
+                    }
+                    catch (error) {
+                        internalFailure(connection, error);
+                    }
+                },
+                alive() {
+                    armHeartbeat(connection);
+                },
+                closed() {
+                    open.delete(connection);
+                    clearTimeout(connection.heartbeat);
+                    clearTimeout(connection.idle);
+                    for (const stream of connection.streams)
+                        void stream.events?.return?.();
+                    connection.streams.clear();
+                }
+            };
+        },
+        async drain(graceMs) {
+            const deadline = Date.now() + graceMs;
+            while ([...open].some(connection => connection.inFlight > 0) && Date.now() < deadline) {
+                await new Promise(resolve => setTimeout(resolve, 20));
+            }
+            for (const connection of open)
+                connection.socket.close(CloseCode.GoingAway, 'server shutting down');
+        }
+    };
+}
+//# sourceMappingURL=websocket-connection.js.map

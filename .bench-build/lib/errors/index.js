@@ -1,0 +1,119 @@
+// A2A errors as `@fastify/error` classes built from the one table, and the renderers
+// that turn any error into a binding's shape. Throw these anywhere below a dispatcher
+// (executors included); only dispatchers render them.
+import createError from '@fastify/error';
+import { A2A_DOMAIN, BINDING_DOMAIN, errorTable } from './table.js';
+export { A2A_DOMAIN, BINDING_DOMAIN, errorTable } from './table.js';
+const TYPE_PREFIX = 'type.googleapis.com/google.rpc.';
+/** The base every A2A error class shares, so `err instanceof A2AErrorBase` finds them all. */
+export class A2AErrorBase extends Error {
+    with(extras) {
+        if (extras.metadata !== undefined)
+            this.metadata = { ...this.metadata, ...extras.metadata };
+        if (extras.details !== undefined)
+            this.details = [...(this.details ?? []), ...extras.details];
+        if (extras.cause !== undefined)
+            this.cause = extras.cause;
+        return this;
+    }
+}
+function define(name) {
+    const row = errorTable[name];
+    const ErrorClass = createError(row.code, row.message, row.httpStatus, A2AErrorBase);
+    Object.defineProperty(ErrorClass.prototype, 'row', { value: row, enumerable: false });
+    return ErrorClass;
+}
+export const TaskNotFoundError = define('TaskNotFound');
+export const TaskNotCancelableError = define('TaskNotCancelable');
+export const PushNotificationNotSupportedError = define('PushNotificationNotSupported');
+export const UnsupportedOperationError = define('UnsupportedOperation');
+export const ContentTypeNotSupportedError = define('ContentTypeNotSupported');
+export const InvalidAgentResponseError = define('InvalidAgentResponse');
+export const ExtendedAgentCardNotConfiguredError = define('ExtendedAgentCardNotConfigured');
+export const ExtensionSupportRequiredError = define('ExtensionSupportRequired');
+export const VersionNotSupportedError = define('VersionNotSupported');
+export const JsonParseError = define('JsonParse');
+export const InvalidRequestError = define('InvalidRequest');
+export const MethodNotFoundError = define('MethodNotFound');
+export const InvalidParamsError = define('InvalidParams');
+export const InternalError = define('Internal');
+export const PayloadTooLargeError = define('PayloadTooLarge');
+export const UnsupportedMediaTypeError = define('UnsupportedMediaType');
+export const UnauthenticatedError = define('Unauthenticated');
+export const PermissionDeniedError = define('PermissionDenied');
+export const RateLimitedError = define('RateLimited');
+export const OriginNotAllowedError = define('OriginNotAllowed');
+export const UnavailableError = define('Unavailable');
+export const StreamLaggedError = define('StreamLagged');
+export const TooManyStreamsError = define('TooManyStreams');
+export const MessageRateLimitedError = define('MessageRateLimited');
+export function isA2AError(error) {
+    return error instanceof A2AErrorBase;
+}
+export function badRequest(violations) {
+    return { '@type': `${TYPE_PREFIX}BadRequest`, fieldViolations: violations };
+}
+export function retryInfo(delayMs) {
+    return { '@type': `${TYPE_PREFIX}RetryInfo`, retryDelay: `${Math.max(0, delayMs) / 1000}s` };
+}
+/** Invalid params with a BadRequest detail naming every failing field. */
+export function invalidParams(violations) {
+    const summary = violations.map(v => v.field === '' ? v.description : `${v.field} ${v.description}`).join('; ');
+    return new InvalidParamsError(summary).with({ details: [badRequest(violations)] });
+}
+/**
+ * Any thrown value as an A2A error. Errors of our table pass through; Fastify's own
+ * body errors map to their rows; anything else is an internal error whose message is
+ * not shown to the client.
+ */
+export function toA2AError(error, bodyLimit) {
+    if (isA2AError(error))
+        return error;
+    const fastifyCode = error?.code;
+    if (fastifyCode === 'FST_ERR_CTP_BODY_TOO_LARGE')
+        return new PayloadTooLargeError(bodyLimit);
+    if (fastifyCode === 'FST_ERR_CTP_EMPTY_JSON_BODY' || fastifyCode === 'FST_ERR_CTP_INVALID_JSON_BODY')
+        return new JsonParseError();
+    return new InternalError().with({ cause: error });
+}
+/** The `details` / `data` array: ErrorInfo first for A2A errors, last for binding refusals (seed 000 §6). */
+export function errorDetails(error) {
+    const extra = error.details ?? [];
+    const { reason, domain } = error.row;
+    if (reason === undefined)
+        return extra;
+    const info = { '@type': `${TYPE_PREFIX}ErrorInfo`, reason, domain: domain ?? A2A_DOMAIN };
+    if (error.metadata !== undefined)
+        info.metadata = error.metadata;
+    return domain === BINDING_DOMAIN ? [...extra, info] : [info, ...extra];
+}
+/**
+ * HTTP headers that go with the error on the HTTP bindings: the challenge of a refused
+ * credential (WWW-Authenticate) and the delay of a RetryInfo detail (Retry-After, seconds).
+ */
+export function errorHeaders(error) {
+    const headers = {};
+    const challenge = error.metadata?.['www-authenticate'];
+    if (challenge !== undefined)
+        headers['www-authenticate'] = challenge;
+    const retry = error.details?.find(detail => detail['@type'] === `${TYPE_PREFIX}RetryInfo`);
+    if (typeof retry?.retryDelay === 'string')
+        headers['retry-after'] = String(Math.ceil(Number.parseFloat(retry.retryDelay)));
+    return headers;
+}
+export function toJsonRpcError(error) {
+    const data = errorDetails(error);
+    const rendered = { code: error.row.jsonRpcCode, message: error.message };
+    if (data.length > 0)
+        rendered.data = data;
+    return rendered;
+}
+/** The HTTP+JSON binding's error body (google.rpc.Status JSON, spec §11.6). */
+export function toRestError(error) {
+    const details = errorDetails(error);
+    const body = { error: { code: error.row.httpStatus, status: error.row.grpcStatus, message: error.message } };
+    if (details.length > 0)
+        body.error.details = details;
+    return body;
+}
+//# sourceMappingURL=index.js.map

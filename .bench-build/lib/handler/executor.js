@@ -1,0 +1,2 @@
+export {};
+//# sourceMappingURL=executor.js.map

@@ -1,0 +1,645 @@
+// The eleven A2A operations over a task store, a push-config store and an event bus.
+// No HTTP and no sockets here: dispatchers call these methods and render the results.
+import { randomUUID } from 'node:crypto';
+import { ContentTypeNotSupportedError, ExtendedAgentCardNotConfiguredError, InvalidAgentResponseError, isA2AError, PushNotificationNotSupportedError, TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError, invalidParams } from '../errors/index.js';
+import { compile } from '../schema/validate.js';
+import { Artifact as ArtifactSchema, Message as MessageSchema, TaskState as TaskStateSchema } from '../schema/wire.js';
+import { EventQueue } from './event-queue.js';
+import { isInterrupted, isTerminal } from './states.js';
+export const DEFAULT_EXECUTOR_TIMEOUT = 3_600_000;
+const DEFAULT_PAGE_SIZE = 50;
+const MAX_PUSH_PAGE_SIZE = 100;
+const validateAgentMessage = compile(MessageSchema, 'message');
+const validateArtifact = compile(ArtifactSchema, 'artifact');
+const validateState = compile(TaskStateSchema, 'state');
+const now = () => new Date().toISOString();
+/**
+ * Does this event end the stream that started the turn? A direct reply does, and a
+ * status that is terminal or interrupted; the task snapshot the turn starts with (an
+ * interrupted task being resumed) does not.
+ */
+function endsTurn(event) {
+    if (event.message !== undefined)
+        return event.message.taskId === undefined;
+    const state = event.statusUpdate?.status.state;
+    return state !== undefined && (isTerminal(state) || isInterrupted(state));
+}
+function endsSubscription(event) {
+    const state = event.statusUpdate?.status.state ?? event.task?.status.state;
+    return state !== undefined && isTerminal(state);
+}
+// A media type against a mode that may be a wildcard (any type, or any subtype); parameters are ignored.
+function mediaTypeMatches(mode, type) {
+    const wanted = mode.toLowerCase().split(';')[0]?.trim() ?? '';
+    const given = type.split(';')[0]?.trim() ?? '';
+    if (wanted === '*/*' || wanted === given)
+        return true;
+    return wanted.endsWith('/*') && given.startsWith(wanted.slice(0, -1));
+}
+function lastUserMessage(task) {
+    const history = task.history ?? [];
+    for (let i = history.length - 1; i >= 0; i--)
+        if (history[i]?.role === 'ROLE_USER')
+            return history[i];
+    return { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: '' }], taskId: task.id, contextId: task.contextId };
+}
+function copyArtifact(artifact) {
+    return { ...artifact, parts: artifact.parts.slice() };
+}
+/** The task as returned to a client: history cut to `historyLength`, artifacts on request. */
+export function projectTask(task, historyLength, includeArtifacts = true) {
+    const out = { id: task.id, contextId: task.contextId, status: task.status };
+    if (includeArtifacts && task.artifacts !== undefined)
+        out.artifacts = task.artifacts.map(copyArtifact);
+    if (task.history !== undefined && historyLength !== 0) {
+        out.history = historyLength === undefined ? task.history.slice() : task.history.slice(-historyLength);
+    }
+    if (task.metadata !== undefined)
+        out.metadata = task.metadata;
+    return out;
+}
+export class RequestHandler {
+    #options;
+    #executorTimeout;
+    #runs = new Map();
+    /** Every stream handed to a dispatcher and not yet ended: shutdown ends what is left. */
+    #streams = new Set();
+    #ignoredEvents = 0;
+    constructor(options) {
+        this.#options = options;
+        this.#executorTimeout = options.executorTimeout ?? DEFAULT_EXECUTOR_TIMEOUT;
+    }
+    get bus() {
+        return this.#options.bus;
+    }
+    /** Can a call be scoped to a tenant? Only when both stores keep tenants apart. */
+    get isolatesTenants() {
+        return this.#options.taskStore.isolatesTenants === true && this.#options.pushConfigStore.isolatesTenants === true;
+    }
+    /** Tasks this process is changing right now. */
+    get activeTasks() {
+        return this.#runs.size;
+    }
+    /** Events executors emitted after their task's terminal state: ignored, and counted here. */
+    get ignoredEvents() {
+        return this.#ignoredEvents;
+    }
+    /** Executions (executor calls) in progress. */
+    get runningExecutions() {
+        let count = 0;
+        for (const run of this.#runs.values())
+            count += run.executions.size;
+        return count;
+    }
+    /** Streams open now, on every binding. */
+    get openStreams() {
+        return this.#streams.size;
+    }
+    /** Shutdown: aborts the signal of every running execution (its task then ends CANCELED); returns how many. */
+    abortExecutions() {
+        let count = 0;
+        for (const run of this.#runs.values()) {
+            for (const execution of run.executions) {
+                execution.controller.abort();
+                count++;
+            }
+        }
+        return count;
+    }
+    /**
+     * Shutdown: stops waiting for executions that ignored their aborted signal. Each task is
+     * marked CANCELED now; whatever its executor emits later is ignored. Returns how many.
+     */
+    async abandonExecutions() {
+        const abandoned = [];
+        let count = 0;
+        for (const run of this.#runs.values()) {
+            if (run.executions.size === 0)
+                continue;
+            count += run.executions.size;
+            run.executions.clear();
+            abandoned.push(this.#enqueue(run, async () => {
+                if (run.state !== undefined && !isTerminal(run.state)) {
+                    await this.#applyStatus(run, 'TASK_STATE_CANCELED', this.#agentMessage(run, 'the server shut down before the agent finished'));
+                }
+            }).catch((error) => this.#options.logger.error({ err: error, taskId: run.taskId }, 'could not cancel an abandoned task')));
+        }
+        await Promise.all(abandoned);
+        return count;
+    }
+    /** Shutdown: fails every stream still open with `error`; returns how many. */
+    failStreams(error) {
+        const streams = [...this.#streams];
+        for (const stream of streams)
+            stream.fail(error);
+        return streams.length;
+    }
+    async sendMessage(params, context) {
+        const returnImmediately = params.configuration?.returnImmediately === true;
+        const historyLength = params.configuration?.historyLength;
+        let settle;
+        const outcome = new Promise(resolve => { settle = resolve; });
+        const turn = await this.#startTurn(params, context, (event) => {
+            if (event.message !== undefined && event.message.taskId === undefined)
+                settle({ message: event.message });
+            else if (event.task !== undefined && returnImmediately)
+                settle({ task: projectTask(event.task, historyLength) });
+            else if (endsTurn(event))
+                settle(undefined);
+        });
+        try {
+            const response = await Promise.race([outcome, turn.done.then(() => undefined)]);
+            if (response !== undefined)
+                return response;
+            const task = await this.#options.taskStore.get(turn.taskId, turn.scope);
+            return { task: projectTask(task, historyLength) };
+        }
+        finally {
+            turn.unsubscribe();
+        }
+    }
+    async sendStreamingMessage(params, context) {
+        this.#requireStreaming();
+        const queue = this.#openStream();
+        const turn = await this.#startTurn(params, context, (event) => {
+            queue.push(event);
+            if (endsTurn(event))
+                queue.end();
+        });
+        queue.onClose(turn.unsubscribe);
+        // Once the execution is done every event of the turn has been pushed.
+        turn.done.then(() => queue.end(), (error) => queue.fail(error));
+        return queue;
+    }
+    async getTask(params, context) {
+        const task = await this.#loadTask(params.id, context);
+        return projectTask(task, params.historyLength);
+    }
+    async listTasks(params, context) {
+        const pageSize = params.pageSize ?? DEFAULT_PAGE_SIZE;
+        const page = await this.#options.taskStore.list({
+            contextId: params.contextId,
+            status: params.status,
+            statusTimestampAfter: params.statusTimestampAfter === undefined ? undefined : Date.parse(params.statusTimestampAfter),
+            pageSize,
+            pageToken: params.pageToken
+        }, this.#scope(context));
+        return {
+            tasks: page.tasks.map(task => projectTask(task, params.historyLength, params.includeArtifacts === true)),
+            nextPageToken: page.nextPageToken,
+            pageSize,
+            totalSize: page.totalSize
+        };
+    }
+    async cancelTask(params, context) {
+        const scope = this.#scope(context);
+        const task = await this.#loadTask(params.id, context);
+        if (isTerminal(task.status.state)) {
+            throw new TaskNotCancelableError(task.id).with({ metadata: { taskId: task.id, state: task.status.state } });
+        }
+        const { executor } = this.#options;
+        const executions = [...(this.#runFor(scope, task).executions)];
+        for (const execution of executions)
+            execution.controller.abort();
+        if (executor.cancel !== undefined) {
+            const execution = executions[0] ?? this.#newExecution(this.#runFor(scope, task), lastUserMessage(task));
+            try {
+                await executor.cancel(this.#executionContext(execution, projectTask(task), context), this.#eventsFor(execution));
+            }
+            catch (error) {
+                this.#options.logger.error({ err: error, taskId: task.id }, 'executor cancel failed');
+            }
+        }
+        const run = this.#runFor(scope, await this.#loadTask(task.id, context));
+        await this.#enqueue(run, async () => {
+            if (run.state !== undefined && !isTerminal(run.state))
+                await this.#applyStatus(run, 'TASK_STATE_CANCELED');
+        });
+        return projectTask(await this.#loadTask(task.id, context));
+    }
+    async subscribeToTask(params, context) {
+        this.#requireStreaming();
+        const task = await this.#loadTask(params.id, context);
+        this.#refuseTerminal(task, 'subscribe');
+        const queue = this.#openStream();
+        const run = this.#runFor(this.#scope(context), task);
+        const { bus } = this.#options;
+        const deliver = (event) => {
+            queue.push(event);
+            if (endsSubscription(event))
+                queue.end();
+        };
+        await this.#enqueue(run, async () => {
+            // Subscription and snapshot happen between two changes of this process, so no local
+            // event is lost or repeated. Events of other instances that arrive before the
+            // snapshot is read wait behind it.
+            let early = [];
+            queue.onClose(bus.subscribe(run.topic, (event) => { if (early === undefined)
+                deliver(event);
+            else
+                early.push(event); }));
+            await bus.ready?.(run.topic);
+            const current = await this.#loadTask(task.id, context);
+            if (isTerminal(current.status.state))
+                queue.return();
+            this.#refuseTerminal(current, 'subscribe');
+            queue.push({ task: projectTask(current) });
+            const waiting = early;
+            early = undefined;
+            for (const event of waiting)
+                deliver(event);
+        });
+        return queue;
+    }
+    async createTaskPushNotificationConfig(params, context) {
+        this.#requirePush();
+        const task = await this.#loadTask(params.taskId, context);
+        const config = this.#pushConfig(params, task.id);
+        await this.#options.checkPushConfig?.(config);
+        await this.#options.pushConfigStore.set(config, this.#scope(context));
+        return config;
+    }
+    async getTaskPushNotificationConfig(params, context) {
+        this.#requirePush();
+        await this.#loadTask(params.taskId, context);
+        const config = await this.#options.pushConfigStore.get(params.taskId, params.id, this.#scope(context));
+        if (config === undefined) {
+            throw new TaskNotFoundError(`${params.taskId} has no push notification config ${params.id}`)
+                .with({ metadata: { taskId: params.taskId, configId: params.id } });
+        }
+        return config;
+    }
+    async listTaskPushNotificationConfigs(params, context) {
+        this.#requirePush();
+        await this.#loadTask(params.taskId, context);
+        const pageSize = params.pageSize === undefined || params.pageSize === 0 ? MAX_PUSH_PAGE_SIZE : params.pageSize;
+        return await this.#options.pushConfigStore.list(params.taskId, { pageSize, pageToken: params.pageToken }, this.#scope(context));
+    }
+    async deleteTaskPushNotificationConfig(params, context) {
+        this.#requirePush();
+        await this.#loadTask(params.taskId, context);
+        await this.#options.pushConfigStore.delete(params.taskId, params.id, this.#scope(context));
+        return {};
+    }
+    async getExtendedAgentCard(_params, context) {
+        if (this.#options.capabilities.extendedAgentCard !== true)
+            throw new UnsupportedOperationError('the extended agent card is not supported');
+        if (this.#options.extendedCard === undefined)
+            throw new ExtendedAgentCardNotConfiguredError();
+        return await this.#options.extendedCard(context);
+    }
+    // ---- turns and executions -----------------------------------------------------------
+    /**
+     * Checks the message against its task, subscribes `listener` to the task's events and
+     * starts the executor. The listener's first event is the task (or the direct reply).
+     */
+    async #startTurn(params, context, listener) {
+        const { message } = params;
+        this.#checkMediaTypes(message);
+        const scope = this.#scope(context);
+        const inlinePush = params.configuration?.taskPushNotificationConfig;
+        if (inlinePush !== undefined)
+            this.#requirePush();
+        let existing;
+        if (message.taskId !== undefined && message.taskId !== '') {
+            existing = await this.#loadTask(message.taskId, context);
+            this.#refuseTerminal(existing, 'send a message to');
+            if (message.contextId !== undefined && message.contextId !== '' && message.contextId !== existing.contextId) {
+                throw invalidParams([{ field: 'message.contextId', description: `does not match the context of task ${existing.id}` }]);
+            }
+        }
+        const taskId = existing?.id ?? randomUUID();
+        const contextId = existing?.contextId ?? (message.contextId !== undefined && message.contextId !== '' ? message.contextId : randomUUID());
+        const userMessage = { ...message, taskId, contextId };
+        const inlineConfig = inlinePush === undefined ? undefined : this.#pushConfig(inlinePush, taskId);
+        if (inlineConfig !== undefined)
+            await this.#options.checkPushConfig?.(inlineConfig);
+        const run = this.#runFor(scope, existing ?? { id: taskId, contextId });
+        const execution = this.#newExecution(run, userMessage);
+        if (inlineConfig !== undefined)
+            execution.pushConfig = inlineConfig;
+        // Registered before anything awaits, so the run is not dropped and a cancel finds it.
+        run.executions.add(execution);
+        let unsubscribe = () => { };
+        let taskAtStart;
+        if (existing === undefined) {
+            unsubscribe = this.#options.bus.subscribe(run.topic, listener);
+        }
+        else {
+            try {
+                await this.#enqueue(run, async () => {
+                    const task = await this.#loadTask(taskId, context);
+                    this.#refuseTerminal(task, 'send a message to');
+                    await this.#options.taskStore.update(taskId, { kind: 'history', message: userMessage }, scope);
+                    if (execution.pushConfig !== undefined)
+                        await this.#options.pushConfigStore.set(execution.pushConfig, scope);
+                    taskAtStart = projectTask(task);
+                    listener({ task: taskAtStart });
+                    unsubscribe = this.#options.bus.subscribe(run.topic, listener);
+                });
+            }
+            catch (error) {
+                run.executions.delete(execution);
+                throw error;
+            }
+        }
+        const executionContext = this.#executionContext(execution, taskAtStart, context, params);
+        const done = this.#execute(execution, executionContext);
+        done.catch(() => { });
+        return { taskId, scope, done, unsubscribe: () => unsubscribe() };
+    }
+    #newExecution(run, userMessage) {
+        return { run, controller: new AbortController(), userMessage, replied: false, timedOut: false };
+    }
+    #openStream() {
+        const queue = new EventQueue(this.#options.maxQueuedEvents);
+        this.#streams.add(queue);
+        queue.onClose(() => this.#streams.delete(queue));
+        return queue;
+    }
+    #executionContext(execution, task, context, params) {
+        const result = {
+            message: execution.userMessage,
+            task,
+            taskId: execution.run.taskId,
+            contextId: execution.run.contextId,
+            configuration: params?.configuration,
+            metadata: params?.metadata,
+            serviceParams: context.serviceParams,
+            identity: context.identity,
+            tenant: context.tenant,
+            extensions: context.extensions,
+            signal: execution.controller.signal
+        };
+        return result;
+    }
+    /** Runs the executor, bounded by `executorTimeout`; afterwards no task is left running without an executor. */
+    async #execute(execution, context) {
+        const { run } = execution;
+        let failure;
+        let timer;
+        try {
+            // An async wrapper turns a synchronous throw into a rejection like any other.
+            const running = (async () => await this.#options.executor.execute(context, this.#eventsFor(execution)))();
+            const timedOut = new Promise(resolve => {
+                timer = setTimeout(resolve, this.#executorTimeout, 'timeout');
+                // A bound on work is no reason to keep the process alive.
+                timer.unref();
+            });
+            if (await Promise.race([running, timedOut]) === 'timeout') {
+                execution.timedOut = true;
+                execution.controller.abort();
+                running.catch((error) => this.#options.logger.error({ err: error, taskId: run.taskId }, 'executor failed after its timeout'));
+            }
+        }
+        catch (error) {
+            failure = error;
+            this.#options.logger.error({ err: error, taskId: run.taskId }, 'executor failed');
+        }
+        finally {
+            clearTimeout(timer);
+            run.executions.delete(execution);
+        }
+        await this.#enqueue(run, async () => {
+            if (execution.replied)
+                return;
+            if (run.state === undefined) {
+                // Before any task exists, an A2A error the executor throws is the call's answer.
+                if (isA2AError(failure))
+                    throw failure;
+                if (failure === undefined)
+                    throw new InvalidAgentResponseError('the executor returned without a task or a message');
+            }
+            if (run.state !== undefined && (isTerminal(run.state) || isInterrupted(run.state)))
+                return;
+            await this.#ensureTask(execution);
+            if (execution.timedOut) {
+                await this.#applyStatus(run, 'TASK_STATE_FAILED', this.#agentMessage(run, `the agent did not finish within ${this.#executorTimeout} ms`));
+            }
+            else if (execution.controller.signal.aborted) {
+                await this.#applyStatus(run, 'TASK_STATE_CANCELED');
+            }
+            else {
+                const reason = failure === undefined ? 'the agent stopped without a final state' : 'the agent failed';
+                await this.#applyStatus(run, 'TASK_STATE_FAILED', this.#agentMessage(run, reason));
+            }
+        });
+    }
+    #eventsFor(execution) {
+        const { run } = execution;
+        const status = (state) => (message) => this.#enqueueEvent(run, 'status', async () => {
+            if (execution.replied)
+                throw new InvalidAgentResponseError('a status update after a direct message reply');
+            await this.#ensureTask(execution);
+            if (this.#ignoredAfterEnd(run, 'status'))
+                return;
+            const checked = validateState.check(state);
+            if (!checked.ok)
+                throw new InvalidAgentResponseError(`state ${JSON.stringify(state)} is not a task state`);
+            await this.#applyStatus(run, state, message === undefined ? undefined : this.#agentMessage(run, message));
+        });
+        return {
+            status: (state, message) => status(state)(message),
+            working: status('TASK_STATE_WORKING'),
+            inputRequired: status('TASK_STATE_INPUT_REQUIRED'),
+            authRequired: status('TASK_STATE_AUTH_REQUIRED'),
+            completed: status('TASK_STATE_COMPLETED'),
+            failed: status('TASK_STATE_FAILED'),
+            canceled: status('TASK_STATE_CANCELED'),
+            rejected: status('TASK_STATE_REJECTED'),
+            artifact: (artifact, options) => this.#enqueueEvent(run, 'artifact', async () => {
+                if (execution.replied)
+                    throw new InvalidAgentResponseError('an artifact after a direct message reply');
+                await this.#ensureTask(execution);
+                if (this.#ignoredAfterEnd(run, 'artifact'))
+                    return;
+                await this.#applyArtifact(run, artifact, options);
+            }),
+            message: (input) => this.#enqueueEvent(run, 'message', async () => {
+                if (execution.replied)
+                    throw new InvalidAgentResponseError('a second direct message reply');
+                if (run.state === undefined) {
+                    // Checked first: an invalid reply is no reply, and the call fails with InvalidAgentResponse.
+                    const { taskId: _omitted, ...reply } = this.#agentMessage(run, input);
+                    execution.replied = true;
+                    this.#options.bus.publish(run.topic, { message: reply });
+                    return;
+                }
+                if (this.#ignoredAfterEnd(run, 'message'))
+                    return;
+                const message = this.#agentMessage(run, input);
+                await this.#options.taskStore.update(run.taskId, { kind: 'history', message }, run.scope);
+                this.#publish(run, { message });
+            })
+        };
+    }
+    /**
+     * An executor event as a change of the task. An invalid event is refused to the executor
+     * (InvalidAgentResponse) and ends the task it belongs to FAILED.
+     */
+    #enqueueEvent(run, kind, change) {
+        return this.#enqueue(run, async () => {
+            try {
+                await change();
+            }
+            catch (error) {
+                if (error instanceof InvalidAgentResponseError && run.state !== undefined && !isTerminal(run.state)) {
+                    this.#options.logger.warn({ taskId: run.taskId, event: kind, err: error }, 'invalid executor event: task failed');
+                    await this.#applyStatus(run, 'TASK_STATE_FAILED', this.#agentMessage(run, `the agent sent an invalid ${kind} event`));
+                }
+                throw error;
+            }
+        });
+    }
+    /** Is the task over? Then the executor's event is ignored, counted and logged. */
+    #ignoredAfterEnd(run, kind) {
+        if (run.state === undefined || !isTerminal(run.state))
+            return false;
+        this.#ignoredEvents++;
+        this.#options.logger.warn({ taskId: run.taskId, event: kind, state: run.state, ignoredEvents: this.#ignoredEvents }, 'executor event after the task ended: ignored');
+        return true;
+    }
+    /** Creates the task on the executor's first task event. */
+    async #ensureTask(execution) {
+        const { run } = execution;
+        if (run.state !== undefined)
+            return;
+        const task = {
+            id: run.taskId,
+            contextId: run.contextId,
+            status: { state: 'TASK_STATE_SUBMITTED', timestamp: now() },
+            history: [execution.userMessage]
+        };
+        await this.#options.taskStore.create(task, run.scope);
+        if (execution.pushConfig !== undefined)
+            await this.#options.pushConfigStore.set(execution.pushConfig, run.scope);
+        run.state = task.status.state;
+        this.#publish(run, { task: projectTask(task) });
+    }
+    async #applyStatus(run, state, message) {
+        const status = message === undefined ? { state, timestamp: now() } : { state, message, timestamp: now() };
+        const { taskStore } = this.#options;
+        if (message !== undefined)
+            await taskStore.update(run.taskId, { kind: 'history', message }, run.scope);
+        await taskStore.update(run.taskId, { kind: 'status', status }, run.scope);
+        run.state = state;
+        this.#publish(run, { statusUpdate: { taskId: run.taskId, contextId: run.contextId, status } });
+    }
+    async #applyArtifact(run, input, options = {}) {
+        const artifact = { ...input, artifactId: input.artifactId ?? randomUUID() };
+        const checked = validateArtifact.check(artifact);
+        if (!checked.ok)
+            throw new InvalidAgentResponseError(checked.violations.map(v => `${v.field} ${v.description}`).join('; '));
+        const change = { kind: 'artifact', artifact, append: options.append === true };
+        await this.#options.taskStore.update(run.taskId, change, run.scope);
+        const event = { artifactUpdate: { taskId: run.taskId, contextId: run.contextId, artifact } };
+        if (options.append === true)
+            event.artifactUpdate.append = true;
+        if (options.lastChunk === true)
+            event.artifactUpdate.lastChunk = true;
+        this.#publish(run, event);
+    }
+    #publish(run, event) {
+        this.#options.bus.publish(run.topic, event);
+        this.#options.onTaskEvent?.(event, { taskId: run.taskId, contextId: run.contextId, scope: run.scope });
+    }
+    #agentMessage(run, input) {
+        const fields = typeof input === 'string' ? { parts: [{ text: input }] } : input;
+        const message = {
+            ...fields,
+            messageId: fields.messageId ?? randomUUID(),
+            role: 'ROLE_AGENT',
+            contextId: run.contextId,
+            taskId: run.taskId
+        };
+        const checked = validateAgentMessage.check(message);
+        if (!checked.ok)
+            throw new InvalidAgentResponseError(checked.violations.map(v => `${v.field} ${v.description}`).join('; '));
+        return message;
+    }
+    /** Runs `change` after every change queued before it on the same task. */
+    #enqueue(run, change) {
+        run.pending++;
+        const result = run.tail.then(change);
+        run.tail = result.catch(() => { }).then(() => {
+            run.pending--;
+            if (run.pending === 0 && run.executions.size === 0)
+                this.#runs.delete(run.topic);
+        });
+        return result;
+    }
+    #runFor(scope, task) {
+        const topic = `${scope.tenant}\u0000${task.id}`;
+        let run = this.#runs.get(topic);
+        if (run === undefined) {
+            run = {
+                topic,
+                scope,
+                taskId: task.id,
+                contextId: task.contextId,
+                state: task.status?.state,
+                tail: Promise.resolve(),
+                pending: 0,
+                executions: new Set()
+            };
+            this.#runs.set(topic, run);
+        }
+        return run;
+    }
+    // ---- checks ---------------------------------------------------------------------------
+    #scope(context) {
+        return { tenant: context.tenant };
+    }
+    async #loadTask(id, context) {
+        const task = await this.#options.taskStore.get(id, this.#scope(context));
+        if (task === undefined)
+            throw new TaskNotFoundError(id).with({ metadata: { taskId: id } });
+        return task;
+    }
+    #refuseTerminal(task, action) {
+        if (isTerminal(task.status.state)) {
+            throw new UnsupportedOperationError(`cannot ${action} task ${task.id} in terminal state ${task.status.state}`)
+                .with({ metadata: { taskId: task.id, state: task.status.state } });
+        }
+    }
+    #checkMediaTypes(message) {
+        const modes = this.#options.inputModes;
+        if (modes === undefined)
+            return;
+        message.parts.forEach((part, index) => {
+            const type = part.mediaType?.toLowerCase();
+            if (type === undefined || type === '' || modes.some(mode => mediaTypeMatches(mode, type)))
+                return;
+            throw new ContentTypeNotSupportedError(type).with({ metadata: { mediaType: type, part: `message.parts[${index}]` } });
+        });
+    }
+    #requireStreaming() {
+        if (this.#options.capabilities.streaming !== true)
+            throw new UnsupportedOperationError('streaming is not supported');
+    }
+    #requirePush() {
+        if (this.#options.capabilities.pushNotifications !== true)
+            throw new PushNotificationNotSupportedError();
+    }
+    #pushConfig(input, taskId) {
+        let url;
+        try {
+            url = new URL(input.url);
+        }
+        catch { }
+        if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+            throw invalidParams([{ field: 'url', description: 'must be an absolute http or https URL' }]);
+        }
+        const config = {
+            id: input.id !== undefined && input.id !== '' ? input.id : randomUUID(),
+            taskId,
+            url: input.url
+        };
+        if (input.token !== undefined)
+            config.token = input.token;
+        if (input.authentication !== undefined)
+            config.authentication = input.authentication;
+        return config;
+    }
+}
+//# sourceMappingURL=request-handler.js.map

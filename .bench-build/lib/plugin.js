@@ -1,0 +1,199 @@
+import fp from 'fastify-plugin';
+import { MemoryEventBus } from './bus/memory.js';
+import { InvalidAgentResponseError } from './errors/index.js';
+import { RequestHandler } from './handler/request-handler.js';
+import { interceptorList, normalizeOptions, validateCard } from './options.js';
+import { CallRunner } from './dispatcher/call.js';
+import { AGENT_CARD_PATH, buildCard, cardRoute, renderCard } from './dispatcher/card.js';
+import { signAgentCard } from './card/signing.js';
+import { JSONRPC_BINDING, jsonRpcDispatcher, logInternal } from './dispatcher/jsonrpc.js';
+import { WEBSOCKET_BINDING_URI, guardHandshakes, refuseUpgrades, selectProtocol, webSocketDispatcher } from './dispatcher/websocket.js';
+import { A2A_V1_BINDING, makeWebSocketServer } from './dispatcher/websocket-connection.js';
+import fastifyWebsocket from '@fastify/websocket';
+import fastifyCors from '@fastify/cors';
+import { authentication } from './interceptors/auth.js';
+import { rateLimit } from './interceptors/rate-limit.js';
+import { tenancy } from './interceptors/tenancy.js';
+import { REST_BINDING, restDispatcher } from './dispatcher/rest.js';
+import { MemoryPushConfigStore, MemoryTaskStore } from './store/memory.js';
+import { PushSender } from './push/sender.js';
+import { failUnfinishedTasks } from './store/recovery.js';
+import { shutDown } from './shutdown.js';
+/** Cards built from a request's origin are cached for this many distinct origins. */
+const CARD_CACHE_LIMIT = 32;
+async function a2aPlugin(fastify, rawOptions) {
+    const options = normalizeOptions(rawOptions);
+    const { prefix } = options;
+    const taskStore = options.taskStore ?? new MemoryTaskStore();
+    const pushConfigStore = options.pushConfigStore ?? new MemoryPushConfigStore();
+    const bus = options.bus ?? new MemoryEventBus();
+    const bindings = [
+        { protocolBinding: JSONRPC_BINDING, url: (base) => base },
+        { protocolBinding: REST_BINDING, url: (base) => base },
+        { protocolBinding: WEBSOCKET_BINDING_URI, url: (base) => base.replace(/^http/, 'ws') },
+        // The a2a.v1 dialect (seed 001) is served on the same route.
+        ...(options.websocket.a2aV1 === undefined ? [] : [{ protocolBinding: A2A_V1_BINDING, url: (base) => base.replace(/^http/, 'ws') }])
+    ];
+    // The built-in chain: who the caller is, whether it is within its budget, which tenant;
+    // then the user's interceptors. One list serves every binding; addInterceptor appends.
+    const auth = options.auth === undefined ? undefined : authentication(options.auth);
+    const chain = [
+        ...(auth === undefined ? [] : [auth.interceptor]),
+        ...(options.rateLimit === undefined ? [] : [rateLimit(options.rateLimit)]),
+        ...(options.tenancy === undefined ? [] : [tenancy(options.tenancy)]),
+        ...options.interceptors
+    ];
+    /** The card with the security schemes the configured authentication implies. */
+    const secured = (card) => auth === undefined
+        ? card
+        : {
+            ...card,
+            securitySchemes: { ...card.securitySchemes, ...auth.securitySchemes },
+            securityRequirements: [...(card.securityRequirements ?? []), ...auth.securityRequirements]
+        };
+    const publicCard = secured(options.card);
+    const httpBaseOf = (origin) => options.publicUrl ?? origin;
+    const cardFor = (httpBase) => buildCard(publicCard, bindings, httpBase + prefix);
+    const originOf = (host) => `${fastify.initialConfig.https === undefined ? 'http' : 'https'}://${host ?? 'localhost'}`;
+    const push = options.push === undefined ? undefined : new PushSender(pushConfigStore, options.push, fastify.log);
+    const { extendedCard } = options;
+    const handler = new RequestHandler({
+        executor: options.executor,
+        taskStore,
+        pushConfigStore,
+        bus,
+        capabilities: options.card.capabilities,
+        extendedCard: extendedCard === undefined
+            ? undefined
+            : async (context) => {
+                const card = validateCard.check(await extendedCard(context));
+                if (!card.ok)
+                    throw new InvalidAgentResponseError(`extended card: ${card.violations.map(v => `${v.field} ${v.description}`).join('; ')}`);
+                return buildCard(secured(card.value), bindings, httpBaseOf(originOf(context.serviceParams.host)) + prefix);
+            },
+        maxQueuedEvents: options.maxQueuedEvents,
+        executorTimeout: options.executorTimeout,
+        onTaskEvent: push?.notify,
+        checkPushConfig: push?.checkConfig,
+        inputModes: options.allowUndeclaredInputModes
+            ? undefined
+            : [...options.card.defaultInputModes, ...options.card.skills.flatMap(skill => skill.inputModes ?? [])],
+        logger: fastify.log
+    });
+    const runner = new CallRunner({
+        handler,
+        capabilities: options.card.capabilities,
+        allowMissingVersion: options.allowMissingVersion,
+        interceptors: chain,
+        logger: fastify.log
+    });
+    const addInterceptor = (interceptor) => { chain.push(interceptorList([interceptor])[0]); };
+    const decorator = { handler, taskStore, pushConfigStore, bus, push, cardFor, addInterceptor };
+    fastify.decorate('a2a', decorator);
+    if (push !== undefined)
+        fastify.addHook('onClose', async () => push.close());
+    // Before any route serves: no executor of this process runs yet, so every unfinished task is an orphan.
+    if (options.recoverTasks)
+        await failUnfinishedTasks(taskStore, push?.notify);
+    // One rendering (and signature) per base URL clients reach the server at.
+    const rendered = new Map();
+    const { cors, signing } = options;
+    const render = async (base) => {
+        const card = cardFor(base);
+        return renderCard(signing === undefined ? card : await signAgentCard(card, signing));
+    };
+    // With a fixed public URL the card is rendered (and signed) now: a bad key fails registration.
+    if (options.publicUrl !== undefined) {
+        const card = render(options.publicUrl);
+        rendered.set(options.publicUrl, card);
+        await card;
+    }
+    await fastify.register(async (cardContext) => {
+        // The card is a simple GET: it needs the CORS headers, not a preflight route of its own.
+        if (cors !== undefined)
+            await cardContext.register(fastifyCors, { ...corsDefaults(cors), preflight: false });
+        await cardContext.register(cardRoute, {
+            maxAge: options.cardMaxAge,
+            cardFor: (request) => {
+                const base = httpBaseOf(`${request.protocol}://${request.host}`);
+                let card = rendered.get(base);
+                if (card === undefined) {
+                    card = render(base);
+                    if (rendered.size < CARD_CACHE_LIMIT)
+                        rendered.set(base, card);
+                }
+                return card;
+            }
+        });
+    });
+    const ws = options.websocket;
+    const wsServer = makeWebSocketServer({
+        runner,
+        maxInFlight: ws.maxInFlight,
+        maxMessageSize: ws.maxMessageSize,
+        maxBufferedBytes: ws.maxBufferedBytes,
+        idleTimeout: ws.idleTimeout,
+        maxJsonDepth: options.maxJsonDepth,
+        a2aV1: ws.a2aV1,
+        onError: (error) => logInternal(fastify, error)
+    });
+    // fastify.close(): new upgrades get 503 and new calls Unavailable; work in progress gets
+    // its grace periods (lib/shutdown.ts); then every stream ends and every WebSocket gets 1001.
+    const shutdown = async () => {
+        refuseUpgrades(fastify.server);
+        const report = await shutDown({ handler, runner, webSockets: wsServer, server: fastify.server, options: options.shutdown });
+        decorator.lastShutdownReport = report;
+        fastify.log.info({ shutdown: report }, 'A2A shutdown');
+    };
+    if (fastify.hasDecorator('websocketServer')) {
+        fastify.addHook('preClose', shutdown);
+    }
+    else {
+        await fastify.register(fastifyWebsocket, {
+            // a2a.v1 is selected when offered (seed 001); otherwise none is, as seed 000 §1 says.
+            options: {
+                maxPayload: Math.max(ws.maxMessageSize, ws.a2aV1?.maxMessageSize ?? 0),
+                handleProtocols: (offered) => selectProtocol(offered, ws.a2aV1 !== undefined) ?? false
+            },
+            preClose: async () => {
+                await shutdown();
+                fastify.websocketServer.close();
+            }
+        });
+    }
+    if (ws.handshakeTimeout > 0) {
+        const unguard = guardHandshakes(fastify.server, ws.handshakeTimeout);
+        fastify.addHook('onClose', async () => unguard());
+    }
+    await fastify.register(async (a2a) => {
+        if (cors !== undefined)
+            await a2a.register(fastifyCors, corsDefaults(cors, options.auth?.apiKey !== undefined && options.auth.apiKey.in !== 'query' ? options.auth.apiKey.name : undefined));
+        await a2a.register(jsonRpcDispatcher, { runner, bodyLimit: options.bodyLimit, maxJsonDepth: options.maxJsonDepth });
+        await a2a.register(restDispatcher, { runner, bodyLimit: options.bodyLimit, maxJsonDepth: options.maxJsonDepth });
+        await a2a.register(webSocketDispatcher, {
+            server: wsServer,
+            allowedOrigins: ws.allowedOrigins,
+            requireOrigin: ws.requireOrigin,
+            maxConnections: ws.maxConnections,
+            allowMissingVersion: options.allowMissingVersion,
+            interceptors: chain,
+            a2aV1: ws.a2aV1,
+            authenticate: auth?.upgrade
+        });
+    }, { prefix });
+}
+/** CORS for the A2A routes: the A2A service parameters may be sent, and the headers a client reads are exposed. */
+function corsDefaults(options, apiKeyHeader) {
+    const allowed = ['content-type', 'authorization', 'a2a-version', 'a2a-extensions', ...(apiKeyHeader === undefined ? [] : [apiKeyHeader.toLowerCase()])];
+    const given = options.allowedHeaders;
+    return {
+        origin: true,
+        ...options,
+        allowedHeaders: given === undefined ? allowed : [...new Set([...(typeof given === 'string' ? given.split(',').map(h => h.trim()) : given), ...allowed])],
+        exposedHeaders: options.exposedHeaders ?? ['a2a-version', 'a2a-extensions', 'www-authenticate', 'retry-after']
+    };
+}
+export const a2aWebSocket = fp(a2aPlugin, { fastify: '5.x', name: 'fastify-a2a' });
+export { AGENT_CARD_PATH };
+export default a2aWebSocket;
+//# sourceMappingURL=plugin.js.map

@@ -1,0 +1,291 @@
+// Push-notification delivery (spec §11). Every event of a task is POSTed, as a bare
+// StreamResponse, to each push config of the task. Delivery runs beside the task: the
+// executor and the streams never wait for a webhook. Each config has its own FIFO
+// queue, so a config sees its task's events in order, and a slow or failing webhook
+// holds up only itself. Queues live in memory: events not yet delivered when the
+// process stops are lost.
+import http from 'node:http';
+import https from 'node:https';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { invalidParams } from '../errors/index.js';
+import { hostOf, WebhookGuard, WebhookRefusedError } from './ssrf.js';
+export const PUSH_DEFAULTS = {
+    allow: [],
+    timeout: 10_000,
+    maxAttempts: 5,
+    retryDelay: 500,
+    maxRetryDelay: 30_000,
+    maxQueued: 10_000
+};
+/** How long a config's creation waits for DNS before accepting the name (delivery checks again). */
+const CREATION_LOOKUP_TIMEOUT = 5_000;
+const PAGE_SIZE = 100;
+/** RFC 9110 token: what an auth scheme may be. */
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+export class PushSender {
+    #options;
+    #store;
+    #logger;
+    #guard;
+    #agents = { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) };
+    /** Per task: the config lookups of its events, chained so they fan out in event order. */
+    #lookups = new Map();
+    /** Per config: its FIFO of deliveries; present while it has any. */
+    #queues = new Map();
+    #closing = new AbortController();
+    /** Lookups plus deliveries not finished: `idle()` waits for zero. */
+    #busy = 0;
+    /** Deliveries waiting or in flight: bounded by `maxQueued`. */
+    #queued = 0;
+    #idleWaiters = [];
+    stats = { delivered: 0, failed: 0, refused: 0, dropped: 0 };
+    constructor(store, options, logger) {
+        this.#store = store;
+        this.#options = options;
+        this.#logger = logger;
+        this.#guard = new WebhookGuard(options.allow, options.resolve);
+    }
+    /**
+     * Refuses, as InvalidParams, a config whose webhook the SSRF guard blocks or whose token
+     * or credentials could not travel in a header. Runs before a config is stored.
+     */
+    checkConfig = async (config) => {
+        const { authentication, token } = config;
+        if (token !== undefined && !validHeaderValue(token)) {
+            throw invalidParams([{ field: 'token', description: 'must be usable as an HTTP header value' }]);
+        }
+        if (authentication !== undefined) {
+            if (!TOKEN.test(authentication.scheme))
+                throw invalidParams([{ field: 'authentication.scheme', description: 'must be an HTTP auth scheme name' }]);
+            if (authentication.credentials !== undefined && !validHeaderValue(authentication.credentials)) {
+                throw invalidParams([{ field: 'authentication.credentials', description: 'must be usable as an HTTP header value' }]);
+            }
+        }
+        try {
+            await this.#guard.checkAtCreation(new URL(config.url), CREATION_LOOKUP_TIMEOUT);
+        }
+        catch (error) {
+            if (!(error instanceof WebhookRefusedError))
+                throw error;
+            throw invalidParams([{ field: 'url', description: `is refused: ${error.message}` }]);
+        }
+    };
+    /** Queues the event for every config of its task. Returns at once. */
+    notify = (event, ref) => {
+        if (this.#closing.signal.aborted)
+            return;
+        const topic = `${ref.scope.tenant}\u0000${ref.taskId}`;
+        this.#busy++;
+        const tail = (this.#lookups.get(topic) ?? Promise.resolve())
+            .then(() => this.#fanOut(event, ref))
+            .catch((error) => this.#logger.error({ err: error, taskId: ref.taskId }, 'push: reading the push configs failed'))
+            .finally(() => {
+            if (this.#lookups.get(topic) === tail)
+                this.#lookups.delete(topic);
+            this.#settle();
+        });
+        this.#lookups.set(topic, tail);
+    };
+    /** Resolves once every event notified so far has been delivered, given up or dropped. */
+    idle() {
+        if (this.#busy === 0)
+            return Promise.resolve();
+        return new Promise(resolve => this.#idleWaiters.push(resolve));
+    }
+    /** Stops delivering: attempts in flight are aborted and queued events dropped. */
+    close() {
+        this.#closing.abort();
+        this.#agents.http.destroy();
+        this.#agents.https.destroy();
+    }
+    async #fanOut(event, ref) {
+        const body = JSON.stringify(event);
+        let pageToken;
+        do {
+            const page = await this.#store.list(ref.taskId, { pageSize: PAGE_SIZE, pageToken }, ref.scope);
+            for (const config of page.configs)
+                this.#enqueue({ event, body, ref, configId: config.id });
+            pageToken = page.nextPageToken;
+        } while (pageToken !== '');
+    }
+    #enqueue(delivery) {
+        if (this.#closing.signal.aborted || this.#queued >= this.#options.maxQueued) {
+            this.#report(delivery, { outcome: 'dropped', attempts: 0, reason: this.#closing.signal.aborted ? 'closing' : 'queue full' });
+            return;
+        }
+        this.#queued++;
+        this.#busy++;
+        const key = `${delivery.ref.scope.tenant}\u0000${delivery.ref.taskId}\u0000${delivery.configId}`;
+        const queue = this.#queues.get(key);
+        if (queue !== undefined) {
+            queue.push(delivery);
+            return;
+        }
+        const fresh = [delivery];
+        this.#queues.set(key, fresh);
+        this.#drain(key, fresh).catch((error) => this.#logger.error({ err: error }, 'push: delivery queue failed'));
+    }
+    async #drain(key, queue) {
+        for (let delivery = queue[0]; delivery !== undefined; delivery = queue[0]) {
+            try {
+                await this.#deliver(delivery);
+            }
+            finally {
+                queue.shift();
+                this.#queued--;
+                this.#settle();
+            }
+        }
+        this.#queues.delete(key);
+    }
+    async #deliver(delivery) {
+        const { ref, configId } = delivery;
+        const signal = this.#closing.signal;
+        for (let attempts = 1;; attempts++) {
+            if (signal.aborted)
+                return this.#report(delivery, { outcome: 'dropped', attempts: attempts - 1, reason: 'closing' });
+            // Read fresh each time: a deleted config gets nothing more; a replaced one its new URL.
+            const config = await this.#store.get(ref.taskId, configId, ref.scope);
+            if (config === undefined)
+                return;
+            const attempt = await this.#attempt(config, delivery.body);
+            if (attempt.ok)
+                return this.#report(delivery, { outcome: 'delivered', attempts, status: attempt.status });
+            if (signal.aborted)
+                return this.#report(delivery, { outcome: 'dropped', attempts, reason: 'closing' });
+            if (!attempt.retry || attempts >= this.#options.maxAttempts) {
+                const outcome = attempt.refused === true ? 'refused' : 'failed';
+                this.#logger.warn({ taskId: ref.taskId, configId, attempts, status: attempt.status, reason: attempt.reason }, `push delivery ${outcome}`);
+                return this.#report(delivery, { outcome, attempts, status: attempt.status, reason: attempt.reason });
+            }
+            try {
+                await sleep(this.#backoff(attempts), undefined, { signal });
+            }
+            catch { }
+        }
+    }
+    /** Exponential backoff with jitter: half the step is fixed, half random. */
+    #backoff(retry) {
+        const step = Math.min(this.#options.maxRetryDelay, this.#options.retryDelay * 2 ** (retry - 1));
+        return step / 2 + Math.random() * step / 2;
+    }
+    async #attempt(config, body) {
+        let url;
+        try {
+            url = new URL(config.url);
+        }
+        catch {
+            return { ok: false, retry: false, reason: 'invalid URL' };
+        }
+        const host = hostOf(url);
+        try {
+            this.#guard.checkHost(host);
+        }
+        catch (error) {
+            return { ok: false, retry: false, refused: true, reason: error.message };
+        }
+        const headers = {
+            'content-type': 'application/a2a+json',
+            'content-length': String(Buffer.byteLength(body))
+        };
+        if (config.authentication !== undefined) {
+            const { scheme, credentials } = config.authentication;
+            headers.authorization = credentials === undefined || credentials === '' ? scheme : `${scheme} ${credentials}`;
+        }
+        if (config.token !== undefined && config.token !== '')
+            headers['x-a2a-notification-token'] = config.token;
+        const secure = url.protocol === 'https:';
+        const signal = AbortSignal.any([this.#closing.signal, AbortSignal.timeout(this.#options.timeout)]);
+        return await new Promise(resolve => {
+            let request;
+            try {
+                request = (secure ? httpsRequest : http.request)(url, {
+                    method: 'POST',
+                    headers,
+                    agent: secure ? this.#agents.https : this.#agents.http,
+                    lookup: this.#lookup(),
+                    signal
+                }, response => {
+                    const status = response.statusCode ?? 0;
+                    // The body is not read; it is drained so the connection can be reused.
+                    response.resume();
+                    if (status >= 200 && status < 300)
+                        resolve({ ok: true, retry: false, status });
+                    else
+                        resolve({ ok: false, retry: status === 408 || status === 429 || status >= 500, status, reason: `HTTP ${status}` });
+                });
+            }
+            catch (error) {
+                resolve({ ok: false, retry: false, reason: error.code ?? 'invalid request' });
+                return;
+            }
+            request.on('error', (error) => {
+                if (error instanceof WebhookRefusedError)
+                    resolve({ ok: false, retry: false, refused: true, reason: error.message });
+                else if (signal.aborted)
+                    resolve({ ok: false, retry: true, reason: 'timeout' });
+                else
+                    resolve({ ok: false, retry: true, reason: error.code ?? error.message });
+            });
+            request.end(body);
+        });
+    }
+    /** The connection's DNS lookup: every address checked, so a name that now resolves inward is caught. */
+    #lookup() {
+        return (hostname, options, callback) => {
+            this.#guard.resolveForDelivery(hostname).then(addresses => {
+                const family = typeof options.family === 'number' ? options.family : 0;
+                const usable = family === 0 ? addresses : addresses.filter(entry => entry.family === family);
+                if (options.all === true)
+                    callback(null, usable);
+                else {
+                    const [first] = usable;
+                    if (first === undefined)
+                        callback(Object.assign(new Error(`${hostname} has no IPv${family} address`), { code: 'ENOTFOUND' }), '', 0);
+                    else
+                        callback(null, first.address, first.family);
+                }
+            }, (error) => callback(error, '', 0));
+        };
+    }
+    #report(delivery, result) {
+        this.stats[result.outcome]++;
+        const report = {
+            ...result,
+            taskId: delivery.ref.taskId,
+            configId: delivery.configId,
+            tenant: delivery.ref.scope.tenant,
+            event: Object.keys(delivery.event)[0] ?? ''
+        };
+        if (report.status === undefined)
+            delete report.status;
+        if (report.reason === undefined)
+            delete report.reason;
+        try {
+            this.#options.onDelivery?.(report);
+        }
+        catch (error) {
+            this.#logger.error({ err: error }, 'push: onDelivery threw');
+        }
+    }
+    #settle() {
+        this.#busy--;
+        if (this.#busy > 0)
+            return;
+        const waiters = this.#idleWaiters;
+        this.#idleWaiters = [];
+        for (const resolve of waiters)
+            resolve();
+    }
+}
+const httpsRequest = https.request;
+function validHeaderValue(value) {
+    try {
+        http.validateHeaderValue('x', value);
+        return true;
+    }
+    catch {
+        return false;
+    }
+}
+//# sourceMappingURL=sender.js.map

@@ -1,0 +1,206 @@
+// TypeBox definitions of the A2A v1.0 data model (proto `lf.a2a.v1`, ProtoJSON names).
+// These schemas are the single definition of every wire type: the exported
+// TypeScript types are derived from them and the validators are compiled from them.
+import Type from 'typebox';
+/** Fields marked REQUIRED that are strings must be present and non-empty (ProtoJSON drops ""). */
+const RequiredString = (options = {}) => Type.String({ minLength: 1, ...options });
+const Struct = Type.Record(Type.String(), Type.Unknown());
+const StringList = Type.Array(Type.String());
+const Timestamp = Type.String({ format: 'date-time' });
+/** A oneof: the member names present must be exactly one of `members`. */
+function exactlyOne(schema, members) {
+    const list = members.join(', ');
+    return Type.Refine(schema, (value) => {
+        let present = 0;
+        for (const member of members)
+            if (value[member] !== undefined)
+                present++;
+        return present === 1;
+    }, () => `must have exactly one of ${list}`);
+}
+export const TaskState = Type.Enum([
+    'TASK_STATE_SUBMITTED',
+    'TASK_STATE_WORKING',
+    'TASK_STATE_COMPLETED',
+    'TASK_STATE_FAILED',
+    'TASK_STATE_CANCELED',
+    'TASK_STATE_INPUT_REQUIRED',
+    'TASK_STATE_REJECTED',
+    'TASK_STATE_AUTH_REQUIRED'
+]);
+export const Role = Type.Enum(['ROLE_USER', 'ROLE_AGENT']);
+export const Part = exactlyOne(Type.Object({
+    text: Type.Optional(Type.String()),
+    raw: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9+/_-]*={0,2}$' })),
+    url: Type.Optional(Type.String()),
+    data: Type.Optional(Type.Unknown()),
+    metadata: Type.Optional(Struct),
+    filename: Type.Optional(Type.String()),
+    mediaType: Type.Optional(Type.String())
+}), ['text', 'raw', 'url', 'data']);
+export const Message = Type.Object({
+    messageId: RequiredString(),
+    contextId: Type.Optional(Type.String()),
+    taskId: Type.Optional(Type.String()),
+    role: Role,
+    parts: Type.Array(Part, { minItems: 1 }),
+    metadata: Type.Optional(Struct),
+    extensions: Type.Optional(StringList),
+    referenceTaskIds: Type.Optional(StringList)
+});
+export const TaskStatus = Type.Object({
+    state: TaskState,
+    message: Type.Optional(Message),
+    timestamp: Type.Optional(Timestamp)
+});
+export const Artifact = Type.Object({
+    artifactId: RequiredString(),
+    name: Type.Optional(Type.String()),
+    description: Type.Optional(Type.String()),
+    parts: Type.Array(Part, { minItems: 1 }),
+    metadata: Type.Optional(Struct),
+    extensions: Type.Optional(StringList)
+});
+export const Task = Type.Object({
+    id: RequiredString(),
+    contextId: Type.Optional(Type.String()),
+    status: TaskStatus,
+    artifacts: Type.Optional(Type.Array(Artifact)),
+    history: Type.Optional(Type.Array(Message)),
+    metadata: Type.Optional(Struct)
+});
+export const TaskStatusUpdateEvent = Type.Object({
+    taskId: RequiredString(),
+    contextId: RequiredString(),
+    status: TaskStatus,
+    metadata: Type.Optional(Struct)
+});
+export const TaskArtifactUpdateEvent = Type.Object({
+    taskId: RequiredString(),
+    contextId: RequiredString(),
+    artifact: Artifact,
+    append: Type.Optional(Type.Boolean()),
+    lastChunk: Type.Optional(Type.Boolean()),
+    metadata: Type.Optional(Struct)
+});
+export const StreamResponse = exactlyOne(Type.Object({
+    task: Type.Optional(Task),
+    message: Type.Optional(Message),
+    statusUpdate: Type.Optional(TaskStatusUpdateEvent),
+    artifactUpdate: Type.Optional(TaskArtifactUpdateEvent)
+}), ['task', 'message', 'statusUpdate', 'artifactUpdate']);
+export const SendMessageResponse = exactlyOne(Type.Object({
+    task: Type.Optional(Task),
+    message: Type.Optional(Message)
+}), ['task', 'message']);
+export const AuthenticationInfo = Type.Object({
+    scheme: RequiredString(),
+    credentials: Type.Optional(Type.String())
+});
+export const TaskPushNotificationConfig = Type.Object({
+    tenant: Type.Optional(Type.String()),
+    id: Type.Optional(Type.String()),
+    taskId: Type.Optional(Type.String()),
+    url: RequiredString(),
+    token: Type.Optional(Type.String()),
+    authentication: Type.Optional(AuthenticationInfo)
+});
+// ---- Agent card -----------------------------------------------------------------
+export const AgentInterface = Type.Object({
+    url: RequiredString(),
+    protocolBinding: RequiredString(),
+    tenant: Type.Optional(Type.String()),
+    protocolVersion: RequiredString()
+});
+export const AgentProvider = Type.Object({ url: RequiredString(), organization: RequiredString() });
+export const AgentExtension = Type.Object({
+    uri: Type.Optional(Type.String()),
+    description: Type.Optional(Type.String()),
+    required: Type.Optional(Type.Boolean()),
+    params: Type.Optional(Struct)
+});
+export const AgentCapabilities = Type.Object({
+    streaming: Type.Optional(Type.Boolean()),
+    pushNotifications: Type.Optional(Type.Boolean()),
+    extensions: Type.Optional(Type.Array(AgentExtension)),
+    extendedAgentCard: Type.Optional(Type.Boolean())
+});
+export const SecurityRequirement = Type.Object({
+    schemes: Type.Record(Type.String(), Type.Object({ list: StringList }))
+});
+const Scopes = Type.Record(Type.String(), Type.String());
+const OAuthFlows = exactlyOne(Type.Object({
+    authorizationCode: Type.Optional(Type.Object({
+        authorizationUrl: RequiredString(),
+        tokenUrl: RequiredString(),
+        refreshUrl: Type.Optional(Type.String()),
+        scopes: Scopes,
+        pkceRequired: Type.Optional(Type.Boolean())
+    })),
+    clientCredentials: Type.Optional(Type.Object({
+        tokenUrl: RequiredString(), refreshUrl: Type.Optional(Type.String()), scopes: Scopes
+    })),
+    deviceCode: Type.Optional(Type.Object({
+        deviceAuthorizationUrl: RequiredString(), tokenUrl: RequiredString(), refreshUrl: Type.Optional(Type.String()), scopes: Scopes
+    })),
+    implicit: Type.Optional(Type.Object({
+        authorizationUrl: Type.Optional(Type.String()), refreshUrl: Type.Optional(Type.String()), scopes: Type.Optional(Scopes)
+    })),
+    password: Type.Optional(Type.Object({
+        tokenUrl: Type.Optional(Type.String()), refreshUrl: Type.Optional(Type.String()), scopes: Type.Optional(Scopes)
+    }))
+}), ['authorizationCode', 'clientCredentials', 'deviceCode', 'implicit', 'password']);
+const description = Type.Optional(Type.String());
+export const SecurityScheme = exactlyOne(Type.Object({
+    apiKeySecurityScheme: Type.Optional(Type.Object({
+        description, location: Type.Enum(['query', 'header', 'cookie']), name: RequiredString()
+    })),
+    httpAuthSecurityScheme: Type.Optional(Type.Object({
+        description, scheme: RequiredString(), bearerFormat: Type.Optional(Type.String())
+    })),
+    oauth2SecurityScheme: Type.Optional(Type.Object({
+        description, flows: OAuthFlows, oauth2MetadataUrl: Type.Optional(Type.String())
+    })),
+    openIdConnectSecurityScheme: Type.Optional(Type.Object({ description, openIdConnectUrl: RequiredString() })),
+    mtlsSecurityScheme: Type.Optional(Type.Object({ description }))
+}), ['apiKeySecurityScheme', 'httpAuthSecurityScheme', 'oauth2SecurityScheme', 'openIdConnectSecurityScheme', 'mtlsSecurityScheme']);
+export const AgentSkill = Type.Object({
+    id: RequiredString(),
+    name: RequiredString(),
+    description: Type.String(),
+    tags: Type.Array(Type.String(), { minItems: 1 }),
+    examples: Type.Optional(StringList),
+    inputModes: Type.Optional(StringList),
+    outputModes: Type.Optional(StringList),
+    securityRequirements: Type.Optional(Type.Array(SecurityRequirement))
+});
+export const AgentCardSignature = Type.Object({
+    protected: RequiredString(),
+    signature: RequiredString(),
+    header: Type.Optional(Struct)
+});
+const agentCardFields = {
+    name: RequiredString(),
+    description: Type.String(),
+    provider: Type.Optional(AgentProvider),
+    version: RequiredString(),
+    documentationUrl: Type.Optional(Type.String()),
+    capabilities: AgentCapabilities,
+    securitySchemes: Type.Optional(Type.Record(Type.String(), SecurityScheme)),
+    securityRequirements: Type.Optional(Type.Array(SecurityRequirement)),
+    defaultInputModes: Type.Array(Type.String(), { minItems: 1 }),
+    defaultOutputModes: Type.Array(Type.String(), { minItems: 1 }),
+    skills: Type.Array(AgentSkill),
+    signatures: Type.Optional(Type.Array(AgentCardSignature)),
+    iconUrl: Type.Optional(Type.String())
+};
+export const AgentCard = Type.Object({
+    ...agentCardFields,
+    supportedInterfaces: Type.Array(AgentInterface, { minItems: 1 })
+});
+/** The card a user gives the plugin: the interfaces this instance serves are generated. */
+export const AgentCardInput = Type.Object({
+    ...agentCardFields,
+    supportedInterfaces: Type.Optional(Type.Array(AgentInterface))
+});
+//# sourceMappingURL=wire.js.map

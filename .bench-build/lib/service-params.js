@@ -1,0 +1,57 @@
+// Service parameters (spec §3.2.6) from HTTP request headers, read from the raw
+// header lines so that every binding applies the same rules: names lowercased, a value
+// that is not visible ASCII left out, a header sent on several lines joined in order.
+/** Visible ASCII, space and tab: anything else (valid UTF-8 included) is left out. */
+const VISIBLE_ASCII = /^[\t\x20-\x7e]*$/;
+/**
+ * `rawHeaders` is Node's flat `[name, value, name, value, …]` list. Names in `drop` are
+ * left out (lowercase).
+ */
+export function serviceParamsFromHeaders(rawHeaders, drop = new Set()) {
+    const params = Object.create(null);
+    for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+        const name = rawHeaders[i].toLowerCase();
+        const value = rawHeaders[i + 1];
+        if (drop.has(name) || !VISIBLE_ASCII.test(value))
+            continue;
+        const previous = params[name];
+        params[name] = previous === undefined ? value : `${previous}${name === 'cookie' ? '; ' : ', '}${value}`;
+    }
+    return params;
+}
+/**
+ * Service parameters sent as a flat JSON map of strings (an a2a.v1 WebSocket frame's
+ * `serviceParams`), under the header rules: names lowercased, a value that is not
+ * visible ASCII left out. Names starting with a colon are the server's own and are left
+ * out too. Undefined when `map` is not an object of string values.
+ */
+export function serviceParamsFromMap(map) {
+    if (map === null || typeof map !== 'object' || Array.isArray(map))
+        return undefined;
+    const params = Object.create(null);
+    for (const [name, value] of Object.entries(map)) {
+        if (typeof value !== 'string')
+            return undefined;
+        if (name.startsWith(':') || !VISIBLE_ASCII.test(value))
+            continue;
+        params[name.toLowerCase()] = value;
+    }
+    return params;
+}
+/** The A2A-Version service parameter: the header wins over the `A2A-Version` query parameter (spec §3.6.1). */
+export function requestedVersion(params, query) {
+    const header = params['a2a-version'];
+    if (header !== undefined && header.trim() !== '')
+        return header.trim();
+    const fromQuery = query?.['A2A-Version'];
+    const value = Array.isArray(fromQuery) ? fromQuery[0] : fromQuery;
+    return typeof value === 'string' && value.trim() !== '' ? value.trim() : undefined;
+}
+/** A2A-Extensions: a comma-separated list of extension URIs. */
+export function requestedExtensions(params) {
+    const header = params['a2a-extensions'];
+    if (header === undefined)
+        return [];
+    return header.split(',').map(uri => uri.trim()).filter(uri => uri !== '');
+}
+//# sourceMappingURL=service-params.js.map

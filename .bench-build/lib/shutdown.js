@@ -1,0 +1,36 @@
+// Graceful shutdown, run from Fastify's preClose (before the server stops listening):
+// new calls are refused, work in progress gets `completionGrace`, executions still
+// running are cancelled and get `taskGrace` to write their final state, then every
+// stream and WebSocket connection still open is ended. README, *Hardening*.
+import { UnavailableError } from './errors/index.js';
+import { sseResponses } from './dispatcher/sse.js';
+const POLL_MS = 10;
+/** Resolves once `done()` holds or `ms` passed, polling: nothing here is evented across bindings. */
+async function waitUntil(done, ms) {
+    const deadline = Date.now() + ms;
+    while (!done() && Date.now() < deadline)
+        await new Promise(resolve => setTimeout(resolve, POLL_MS));
+}
+export async function shutDown({ handler, runner, webSockets, server, options }) {
+    runner.refuseNewCalls();
+    const running = handler.runningExecutions;
+    await waitUntil(() => handler.runningExecutions === 0 && runner.inFlight === 0, options.completionGrace);
+    const late = handler.runningExecutions;
+    let abandoned = 0;
+    if (late > 0) {
+        handler.abortExecutions();
+        await waitUntil(() => handler.runningExecutions === 0, options.taskGrace);
+        abandoned = await handler.abandonExecutions();
+    }
+    // What no task end closes (a subscription to a task waiting for input) ends here; then
+    // the answers and last events of every call get up to taskGrace to be written.
+    const streamsEnded = handler.failStreams(new UnavailableError('the server is shutting down'));
+    await waitUntil(() => runner.inFlight === 0, options.taskGrace);
+    // An SSE reader that stopped reading cannot be waited for any longer.
+    for (const response of sseResponses(server))
+        response.destroy();
+    const webSocketsClosed = webSockets.connections;
+    await webSockets.drain(0);
+    return { drained: Math.max(0, running - late), cancelled: late - abandoned, abandoned, streamsEnded, webSocketsClosed };
+}
+//# sourceMappingURL=shutdown.js.map

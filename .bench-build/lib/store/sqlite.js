@@ -1,0 +1,280 @@
+// SQLite stores (better-sqlite3, WAL mode) for one process, or a few sharing a file.
+// better-sqlite3 is synchronous, so each change runs whole, in one transaction, before
+// the next begins: no lost update. Chunks of an artifact are rows; appending one is an
+// INSERT, never a rewrite of the task.
+import Database from 'better-sqlite3';
+import { decodeCursor, encodeCursor } from './memory.js';
+import { expiry, joinArtifact, joinTask, splitArtifact, statusTime, UNFINISHED_STATES } from './rows.js';
+/** Each entry runs once, in order; the applied count is kept in `user_version`. */
+const MIGRATIONS = [`
+  CREATE TABLE a2a_tasks (
+    tenant TEXT NOT NULL,
+    id TEXT NOT NULL,
+    context_id TEXT,
+    state TEXT NOT NULL,
+    status TEXT NOT NULL,
+    status_ts INTEGER NOT NULL,
+    metadata TEXT,
+    expires_at INTEGER,
+    PRIMARY KEY (tenant, id)
+  ) WITHOUT ROWID;
+  CREATE INDEX a2a_tasks_recent ON a2a_tasks (tenant, status_ts DESC, id DESC);
+  CREATE INDEX a2a_tasks_context ON a2a_tasks (tenant, context_id, status_ts DESC, id DESC);
+  CREATE INDEX a2a_tasks_expiry ON a2a_tasks (expires_at) WHERE expires_at IS NOT NULL;
+  CREATE INDEX a2a_tasks_unfinished ON a2a_tasks (state) WHERE state IN ('TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING');
+  CREATE TABLE a2a_messages (
+    seq INTEGER PRIMARY KEY,
+    tenant TEXT NOT NULL,
+    task_id TEXT NOT NULL,
+    message TEXT NOT NULL,
+    FOREIGN KEY (tenant, task_id) REFERENCES a2a_tasks ON DELETE CASCADE
+  );
+  CREATE INDEX a2a_messages_task ON a2a_messages (tenant, task_id, seq);
+  CREATE TABLE a2a_artifacts (
+    tenant TEXT NOT NULL,
+    task_id TEXT NOT NULL,
+    artifact_id TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    fields TEXT NOT NULL,
+    PRIMARY KEY (tenant, task_id, artifact_id),
+    FOREIGN KEY (tenant, task_id) REFERENCES a2a_tasks ON DELETE CASCADE
+  ) WITHOUT ROWID;
+  CREATE TABLE a2a_artifact_chunks (
+    seq INTEGER PRIMARY KEY,
+    tenant TEXT NOT NULL,
+    task_id TEXT NOT NULL,
+    artifact_id TEXT NOT NULL,
+    parts TEXT NOT NULL,
+    metadata TEXT,
+    FOREIGN KEY (tenant, task_id, artifact_id) REFERENCES a2a_artifacts ON DELETE CASCADE
+  );
+  CREATE INDEX a2a_artifact_chunks_artifact ON a2a_artifact_chunks (tenant, task_id, artifact_id, seq);
+  CREATE TABLE a2a_push_configs (
+    seq INTEGER PRIMARY KEY,
+    tenant TEXT NOT NULL,
+    task_id TEXT NOT NULL,
+    id TEXT NOT NULL,
+    config TEXT NOT NULL,
+    UNIQUE (tenant, task_id, id)
+  );
+`];
+/** Brings the database's schema up to date. Safe to run on every start. */
+export function migrateSqlite(db) {
+    db.transaction(() => {
+        const applied = db.pragma('user_version', { simple: true });
+        for (let version = applied; version < MIGRATIONS.length; version++)
+            db.exec(MIGRATIONS[version]);
+        db.pragma(`user_version = ${MIGRATIONS.length}`);
+    }).immediate();
+}
+/** Opens (creating and migrating when needed) the database at `options.path`. */
+export function openSqliteStores(options) {
+    const db = new Database(options.path);
+    db.pragma('journal_mode = WAL');
+    db.pragma('foreign_keys = ON');
+    db.pragma(`busy_timeout = ${options.busyTimeout ?? 5000}`);
+    migrateSqlite(db);
+    return {
+        taskStore: new SqliteTaskStore(db, options),
+        pushConfigStore: new SqlitePushConfigStore(db),
+        close: () => db.close()
+    };
+}
+const json = (value) => JSON.stringify(value);
+export class SqliteTaskStore {
+    isolatesTenants = true;
+    #db;
+    #ttl;
+    #now;
+    #statements;
+    /** ListTasks statements, by SQL text: one per combination of filters. */
+    #listStatements = new Map();
+    constructor(db, options = {}) {
+        this.#db = db;
+        this.#ttl = options.ttl;
+        this.#now = options.now ?? Date.now;
+        this.#statements = {
+            insertTask: db.prepare(`INSERT INTO a2a_tasks (tenant, id, context_id, state, status, status_ts, metadata, expires_at)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?)`),
+            getTask: db.prepare(`SELECT tenant, id, context_id, status, status_ts, metadata FROM a2a_tasks
+        WHERE tenant = ? AND id = ? AND (expires_at IS NULL OR expires_at > ?)`),
+            history: db.prepare('SELECT message FROM a2a_messages WHERE tenant = ? AND task_id = ? ORDER BY seq').pluck(),
+            artifacts: db.prepare('SELECT artifact_id, fields FROM a2a_artifacts WHERE tenant = ? AND task_id = ? ORDER BY position'),
+            chunks: db.prepare(`SELECT artifact_id, parts, metadata FROM a2a_artifact_chunks
+        WHERE tenant = ? AND task_id = ? ORDER BY seq`),
+            setStatus: db.prepare('UPDATE a2a_tasks SET state = ?, status = ?, status_ts = ?, expires_at = ? WHERE tenant = ? AND id = ?'),
+            addMessage: db.prepare(`INSERT INTO a2a_messages (tenant, task_id, message)
+        SELECT tenant, id, ? FROM a2a_tasks WHERE tenant = ? AND id = ?`),
+            // A new artifact goes last; an existing one keeps its place (and, for an append, its fields).
+            upsertArtifact: db.prepare(`INSERT INTO a2a_artifacts (tenant, task_id, artifact_id, position, fields)
+        SELECT tenant, id, ?, (SELECT COALESCE(MAX(position), 0) + 1 FROM a2a_artifacts WHERE tenant = ? AND task_id = ?), ?
+        FROM a2a_tasks WHERE tenant = ? AND id = ?
+        ON CONFLICT (tenant, task_id, artifact_id) DO UPDATE SET fields = CASE WHEN ? THEN fields ELSE excluded.fields END`),
+            deleteChunks: db.prepare('DELETE FROM a2a_artifact_chunks WHERE tenant = ? AND task_id = ? AND artifact_id = ?'),
+            addChunk: db.prepare('INSERT INTO a2a_artifact_chunks (tenant, task_id, artifact_id, parts, metadata) VALUES (?, ?, ?, ?, ?)'),
+            unfinished: db.prepare(`SELECT tenant, id, context_id FROM a2a_tasks
+        WHERE state IN (${UNFINISHED_STATES.map(() => '?').join(', ')})`),
+            expiredTasks: db.prepare('SELECT tenant, id FROM a2a_tasks WHERE expires_at <= ?'),
+            deleteTask: db.prepare('DELETE FROM a2a_tasks WHERE tenant = ? AND id = ?'),
+            deleteTaskConfigs: db.prepare('DELETE FROM a2a_push_configs WHERE tenant = ? AND task_id = ?')
+        };
+    }
+    async create(task, scope) {
+        const now = this.#now();
+        this.#db.transaction(() => {
+            if (this.#ttl !== undefined)
+                this.#sweep(now);
+            this.#statements.insertTask.run(scope.tenant, task.id, task.contextId ?? null, task.status.state, json(task.status), statusTime(task.status, now), task.metadata === undefined ? null : json(task.metadata), expiry(task.status, now, this.#ttl));
+            for (const message of task.history ?? [])
+                this.#addMessage(task.id, message, scope);
+            for (const artifact of task.artifacts ?? [])
+                this.#writeArtifact(task.id, artifact, false, scope);
+        }).immediate();
+    }
+    async get(id, scope) {
+        return this.#db.transaction(() => {
+            const row = this.#statements.getTask.get(scope.tenant, id, this.#now());
+            return row === undefined ? undefined : this.#assemble(row);
+        })();
+    }
+    async update(id, change, scope) {
+        this.#db.transaction(() => {
+            switch (change.kind) {
+                case 'status':
+                    this.#setStatus(id, change.status, this.#now(), scope);
+                    break;
+                case 'history':
+                    this.#addMessage(id, change.message, scope);
+                    break;
+                case 'artifact':
+                    this.#writeArtifact(id, change.artifact, change.append, scope);
+                    break;
+            }
+        }).immediate();
+    }
+    async list(query, scope) {
+        const filters = ['tenant = ?', '(expires_at IS NULL OR expires_at > ?)'];
+        const values = [scope.tenant, this.#now()];
+        if (query.contextId !== undefined) {
+            filters.push('context_id = ?');
+            values.push(query.contextId);
+        }
+        if (query.status !== undefined) {
+            filters.push('state = ?');
+            values.push(query.status);
+        }
+        if (query.statusTimestampAfter !== undefined) {
+            filters.push('status_ts >= ?');
+            values.push(query.statusTimestampAfter);
+        }
+        const where = filters.join(' AND ');
+        let cursor = '';
+        const cursorValues = [];
+        if (query.pageToken !== undefined && query.pageToken !== '') {
+            const [statusTs, lastId] = decodeCursor(query.pageToken);
+            cursor = ' AND (status_ts < ? OR (status_ts = ? AND id < ?))';
+            cursorValues.push(statusTs, statusTs, lastId);
+        }
+        return this.#db.transaction(() => {
+            const totalSize = this.#prepared(`SELECT COUNT(*) FROM a2a_tasks WHERE ${where}`).pluck().get(...values);
+            // One row more than the page tells whether another page follows.
+            const rows = this.#prepared(`SELECT tenant, id, context_id, status, status_ts, metadata FROM a2a_tasks
+        WHERE ${where}${cursor} ORDER BY status_ts DESC, id DESC LIMIT ?`).all(...values, ...cursorValues, query.pageSize + 1);
+            const page = rows.slice(0, query.pageSize);
+            const last = page[page.length - 1];
+            return {
+                tasks: page.map(row => this.#assemble(row)),
+                totalSize,
+                nextPageToken: rows.length > query.pageSize && last !== undefined ? encodeCursor(last.status_ts, last.id) : ''
+            };
+        })();
+    }
+    async listUnfinished() {
+        const rows = this.#statements.unfinished.all(...UNFINISHED_STATES);
+        return rows.map(row => ({ taskId: row.id, contextId: row.context_id ?? '', scope: { tenant: row.tenant } }));
+    }
+    #prepared(sql) {
+        let statement = this.#listStatements.get(sql);
+        if (statement === undefined)
+            this.#listStatements.set(sql, statement = this.#db.prepare(sql));
+        return statement;
+    }
+    #assemble(row) {
+        const { tenant, id } = row;
+        const chunks = new Map();
+        for (const chunk of this.#statements.chunks.all(tenant, id)) {
+            let list = chunks.get(chunk.artifact_id);
+            if (list === undefined)
+                chunks.set(chunk.artifact_id, list = []);
+            list.push(chunk.metadata === null ? { parts: JSON.parse(chunk.parts) } : { parts: JSON.parse(chunk.parts), metadata: JSON.parse(chunk.metadata) });
+        }
+        const artifacts = this.#statements.artifacts.all(tenant, id)
+            .map(artifact => joinArtifact(artifact.artifact_id, JSON.parse(artifact.fields), chunks.get(artifact.artifact_id) ?? []));
+        return joinTask({
+            id,
+            contextId: row.context_id,
+            status: JSON.parse(row.status),
+            metadata: row.metadata === null ? null : JSON.parse(row.metadata),
+            history: this.#statements.history.all(tenant, id).map(message => JSON.parse(message)),
+            artifacts
+        });
+    }
+    #setStatus(id, status, now, scope) {
+        this.#statements.setStatus.run(status.state, json(status), statusTime(status, now), expiry(status, now, this.#ttl), scope.tenant, id);
+    }
+    #addMessage(taskId, message, scope) {
+        this.#statements.addMessage.run(json(message), scope.tenant, taskId);
+    }
+    #writeArtifact(taskId, artifact, append, scope) {
+        const { fields, chunk } = splitArtifact(artifact);
+        const { tenant } = scope;
+        const written = this.#statements.upsertArtifact.run(artifact.artifactId, tenant, taskId, json(fields), tenant, taskId, append ? 1 : 0);
+        if (written.changes === 0)
+            return;
+        if (!append)
+            this.#statements.deleteChunks.run(tenant, taskId, artifact.artifactId);
+        this.#statements.addChunk.run(tenant, taskId, artifact.artifactId, json(chunk.parts), chunk.metadata === undefined ? null : json(chunk.metadata));
+    }
+    #sweep(now) {
+        for (const row of this.#statements.expiredTasks.all(now)) {
+            this.#statements.deleteTask.run(row.tenant, row.id);
+            this.#statements.deleteTaskConfigs.run(row.tenant, row.id);
+        }
+    }
+}
+export class SqlitePushConfigStore {
+    isolatesTenants = true;
+    #statements;
+    constructor(db) {
+        this.#statements = {
+            // A replaced config keeps its place in the list.
+            set: db.prepare(`INSERT INTO a2a_push_configs (tenant, task_id, id, config) VALUES (?, ?, ?, ?)
+        ON CONFLICT (tenant, task_id, id) DO UPDATE SET config = excluded.config`),
+            get: db.prepare('SELECT config FROM a2a_push_configs WHERE tenant = ? AND task_id = ? AND id = ?').pluck(),
+            list: db.prepare(`SELECT seq, config FROM a2a_push_configs WHERE tenant = ? AND task_id = ? AND seq > ?
+        ORDER BY seq LIMIT ?`),
+            delete: db.prepare('DELETE FROM a2a_push_configs WHERE tenant = ? AND task_id = ? AND id = ?')
+        };
+    }
+    async set(config, scope) {
+        this.#statements.set.run(scope.tenant, config.taskId, config.id, json(config));
+    }
+    async get(taskId, id, scope) {
+        const config = this.#statements.get.get(scope.tenant, taskId, id);
+        return config === undefined ? undefined : JSON.parse(config);
+    }
+    async list(taskId, page, scope) {
+        const after = page.pageToken === undefined || page.pageToken === '' ? 0 : decodeCursor(page.pageToken)[0];
+        const rows = this.#statements.list.all(scope.tenant, taskId, after, page.pageSize + 1);
+        const shown = rows.slice(0, page.pageSize);
+        const last = shown[shown.length - 1];
+        return {
+            configs: shown.map(row => JSON.parse(row.config)),
+            nextPageToken: rows.length > page.pageSize && last !== undefined ? encodeCursor(last.seq, '') : ''
+        };
+    }
+    async delete(taskId, id, scope) {
+        this.#statements.delete.run(scope.tenant, taskId, id);
+    }
+}
+//# sourceMappingURL=sqlite.js.map

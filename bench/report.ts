@@ -1,0 +1,115 @@
+// The table: one row per target of issue 8 (and the figures it asks to be reported),
+// built from the medians of the repetitions.
+import type { Figure } from './harness/stats.js'
+
+export interface Row {
+  scenario: string
+  ours: string
+  peer: string
+  ceiling: string
+  ratio: string
+  target: string
+  verdict: 'PASS' | 'MISS' | '—'
+}
+
+type Figures = Partial<Record<string, Figure>>
+
+const count = (value: number) => Math.round(value).toLocaleString('en-US')
+const times = (value: number) => `${value.toFixed(2)}×`
+const kib = (bytes: number) => `${(bytes / 1024).toFixed(1)} KiB`
+const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`
+const verdict = (pass: boolean): Row['verdict'] => pass ? 'PASS' : 'MISS'
+
+/** A row for each target whose figures were measured (`--only` may have left some out). */
+export function buildRows (figures: Figures, failures: Record<string, string>, chunks: { ours: readonly [number, number], peer: readonly [number, number] }, idleCounts: readonly [number, number]): Row[] {
+  const m = (name: string) => figures[name]?.median
+  const rows: Row[] = []
+  const add = (names: string[], row: () => Row) => { if (names.every(name => m(name) !== undefined)) rows.push(row()) }
+  const k = (n: number) => `${n / 1000}k`
+  const [ourSmall, ourLarge] = chunks.ours
+  const [peerSmall, peerLarge] = chunks.peer
+  const [idleSmall, idleLarge] = idleCounts
+
+  add(['p1.ours.rps', 'p1.peer.rps'], () => {
+    const ratio = (m('p1.ours.rps') as number) / (m('p1.peer.rps') as number)
+    return { scenario: 'P1 JSON-RPC SendMessage req/s, vs peer', ours: count(m('p1.ours.rps') as number), peer: count(m('p1.peer.rps') as number), ceiling: '', ratio: times(ratio), target: '≥ 5×', verdict: verdict(ratio >= 5) }
+  })
+  add(['p1.ours.rps', 'p1.ceiling.rps'], () => {
+    const ratio = (m('p1.ours.rps') as number) / (m('p1.ceiling.rps') as number)
+    return { scenario: 'P1 JSON-RPC SendMessage req/s, vs ceiling', ours: count(m('p1.ours.rps') as number), peer: '', ceiling: count(m('p1.ceiling.rps') as number), ratio: times(ratio), target: '≥ 0.6×', verdict: verdict(ratio >= 0.6) }
+  })
+  add(['p2.ours.rtps', 'p2.ceiling.rtps'], () => {
+    const ratio = (m('p2.ours.rtps') as number) / (m('p2.ceiling.rtps') as number)
+    return { scenario: 'P2 WebSocket SendMessage round trips/s, 64 in flight', ours: count(m('p2.ours.rtps') as number), peer: '', ceiling: count(m('p2.ceiling.rtps') as number), ratio: times(ratio), target: '≥ 0.5×', verdict: verdict(ratio >= 0.5) }
+  })
+  const peerStream = () => m('p3.peer.ratio') === undefined
+    ? ''
+    : `SSE ${k(peerSmall)} ${seconds(m('p3.peer.small.ms') as number)}, ${k(peerLarge)} ${seconds(m('p3.peer.large.ms') as number)} (${(m('p3.peer.ratio') as number).toFixed(2)})`
+  for (const [binding, label] of [['ws', 'WebSocket'], ['sse', 'JSON-RPC SSE']] as const) {
+    if (failures[`p3.${binding}`] !== undefined) {
+      rows.push({ scenario: `P3 ${label} stream of ${k(ourSmall)} and ${k(ourLarge)} chunks`, ours: 'failed (below)', peer: peerStream(), ceiling: '', ratio: '', target: '≤ 2.2', verdict: 'MISS' })
+      continue
+    }
+    add([`p3.${binding}.ratio`], () => {
+      const ratio = m(`p3.${binding}.ratio`) as number
+      return {
+        scenario: `P3 ${label} stream, time(${k(ourLarge)}) / time(${k(ourSmall)})`,
+        ours: `${seconds(m(`p3.${binding}.small.ms`) as number)} / ${seconds(m(`p3.${binding}.large.ms`) as number)}`,
+        peer: peerStream(),
+        ceiling: '',
+        ratio: ratio.toFixed(2),
+        target: '≤ 2.2',
+        verdict: verdict(ratio <= 2.2)
+      }
+    })
+    add([`p3.${binding}.eventsPerSec`], () => {
+      const rate = m(`p3.${binding}.eventsPerSec`) as number
+      const peer = m('p3.peer.eventsPerSec')
+      return {
+        scenario: `P3 ${label} stream events/s (${k(ourLarge)} chunks)`,
+        ours: count(rate),
+        peer: peer === undefined ? '' : `${count(peer)} (SSE, ${k(peerLarge)})`,
+        ceiling: '',
+        ratio: peer === undefined ? '' : times(rate / peer),
+        target: binding === 'ws' ? '≥ 50,000/s' : 'reported',
+        verdict: binding === 'ws' ? verdict(rate >= 50_000) : '—'
+      }
+    })
+  }
+  for (const [size, label] of [['small', idleSmall], ['large', idleLarge]] as const) {
+    add([`p4.ours.${size}.heap`], () => {
+      const heap = m(`p4.ours.${size}.heap`) as number
+      const ceiling = m(`p4.ceiling.${size}.heap`)
+      return { scenario: `P4 heap per idle WebSocket, ${count(label)} held`, ours: kib(heap), peer: '', ceiling: ceiling === undefined ? '' : `${kib(ceiling)} (bare ws)`, ratio: ceiling === undefined ? '' : times(heap / ceiling), target: '≤ 32 KiB', verdict: verdict(heap <= 32 * 1024) }
+    })
+    add([`p4.ours.${size}.rss`], () => {
+      const ceiling = m(`p4.ceiling.${size}.rss`)
+      const rss = m(`p4.ours.${size}.rss`) as number
+      return { scenario: `P4 RSS per idle WebSocket, ${count(label)} held`, ours: kib(rss), peer: '', ceiling: ceiling === undefined ? '' : `${kib(ceiling)} (bare ws)`, ratio: ceiling === undefined ? '' : times(rss / ceiling), target: 'reported', verdict: '—' }
+    })
+  }
+  add(['p4.ours.getTaskP99'], () => ({
+    scenario: `P4 GetTask p99 on a fresh connection, ${count(idleLarge)} held`, ours: `${(m('p4.ours.getTaskP99') as number).toFixed(2)} ms`, peer: '', ceiling: '', ratio: '', target: 'reported', verdict: '—'
+  }))
+  add(['rest.ours.rps', 'rest.peer.rps'], () => {
+    const ratio = (m('rest.ours.rps') as number) / (m('rest.peer.rps') as number)
+    return { scenario: 'REST message:send req/s, vs peer', ours: count(m('rest.ours.rps') as number), peer: count(m('rest.peer.rps') as number), ceiling: '', ratio: times(ratio), target: 'reported', verdict: '—' }
+  })
+  return rows
+}
+
+const COLUMNS: Array<[keyof Row, string]> = [
+  ['scenario', 'scenario'], ['ours', 'this project'], ['peer', 'peer (@a2a-js/sdk)'], ['ceiling', 'ceiling'],
+  ['ratio', 'ratio'], ['target', 'target'], ['verdict', 'PASS/MISS']
+]
+
+/** A Markdown table, padded so that it reads as well in a terminal as in the README. */
+export function renderTable (rows: Row[]): string {
+  const widths = COLUMNS.map(([key, title]) => Math.max(title.length, ...rows.map(row => row[key].length)))
+  const line = (cells: string[]) => `| ${cells.map((cell, i) => cell.padEnd(widths[i] as number)).join(' | ')} |`
+  return [
+    line(COLUMNS.map(([, title]) => title)),
+    `|${widths.map(width => '-'.repeat(width + 2)).join('|')}|`,
+    ...rows.map(row => line(COLUMNS.map(([key]) => row[key])))
+  ].join('\n')
+}

@@ -1,0 +1,72 @@
+// An event bus across instances on Redis pub/sub (ioredis). Listeners of this process
+// are served synchronously, exactly as by the in-memory bus, so the handler's ordering
+// guarantees hold locally; every event is also published on Redis, and events another
+// instance published reach the local listeners of their topic in publication order.
+import { randomUUID } from 'node:crypto'
+import type { Redis } from 'ioredis'
+import type { StreamResponse } from '../schema/wire.js'
+import { MemoryEventBus } from './memory.js'
+import type { BusListener, EventBus } from './types.js'
+
+export interface RedisEventBusOptions {
+  /** The connection events are published on. */
+  publisher: Redis
+  /** A connection in subscriber mode (e.g. `publisher.duplicate()`); the bus owns its subscriptions. */
+  subscriber: Redis
+  /** Prefix of the Redis channels. Default `a2a:events:`. */
+  channelPrefix?: string
+}
+
+export class RedisEventBus implements EventBus {
+  readonly #local = new MemoryEventBus()
+  readonly #publisher: Redis
+  readonly #subscriber: Redis
+  readonly #prefix: string
+  /** Marks this instance's own messages, which its listeners already had. */
+  readonly #instance = randomUUID()
+  /** Channels subscribed on Redis, with the promise of the subscription being active. */
+  readonly #channels = new Map<string, Promise<unknown>>()
+
+  constructor (options: RedisEventBusOptions) {
+    this.#publisher = options.publisher
+    this.#subscriber = options.subscriber
+    this.#prefix = options.channelPrefix ?? 'a2a:events:'
+    this.#subscriber.on('message', (channel: string, message: string) => {
+      if (!channel.startsWith(this.#prefix)) return
+      let sender: unknown
+      let event: StreamResponse
+      try {
+        [sender, event] = JSON.parse(message) as [unknown, StreamResponse]
+      } catch {
+        return
+      }
+      if (sender !== this.#instance) this.#local.publish(channel.slice(this.#prefix.length), event)
+    })
+  }
+
+  publish (topic: string, event: StreamResponse): void {
+    this.#local.publish(topic, event)
+    this.#publisher.publish(this.#prefix + topic, JSON.stringify([this.#instance, event])).catch(() => {})
+  }
+
+  subscribe (topic: string, listener: BusListener): () => void {
+    const unsubscribe = this.#local.subscribe(topic, listener)
+    const channel = this.#prefix + topic
+    if (!this.#channels.has(channel)) this.#channels.set(channel, this.#subscriber.subscribe(channel).catch(() => {}))
+    return () => {
+      unsubscribe()
+      if (this.#local.listenerCount(topic) > 0) return
+      this.#channels.delete(channel)
+      this.#subscriber.unsubscribe(channel).catch(() => {})
+    }
+  }
+
+  /** Resolves once events other instances publish on `topic` reach this one's listeners. */
+  async ready (topic: string): Promise<void> {
+    await this.#channels.get(this.#prefix + topic)
+  }
+
+  listenerCount (topic?: string): number {
+    return this.#local.listenerCount(topic)
+  }
+}

@@ -1,0 +1,216 @@
+// WebSocketTransport (seed 000) against a real server: upgrade headers, one connection
+// multiplexing calls by generated ids, the pending-call limit, abort and timeout of unary
+// calls and streams, the connect timeout, a dropped connection, and close.
+import { createServer, type Socket } from 'node:net'
+import t from 'tap'
+import WebSocket from 'ws'
+import {
+  A2AClient, CallTimeoutError, ConnectionError, JsonRpcTransport, StreamIncompleteError, TooManyPendingError, WebSocketTransport,
+  type StreamResponse
+} from '../lib/client/index.js'
+import { eventually, startServer, userMessage } from './helpers/server.js'
+
+const server = await startServer()
+t.teardown(() => server.close())
+const wsOrigin = server.origin.replace('http', 'ws')
+/** Cancels tasks from outside the connection under test. */
+const other = new A2AClient(new JsonRpcTransport({ url: server.endpoint }))
+
+let connections = 0
+server.fastify.websocketServer.on('connection', () => { connections++ })
+
+function client (options: Partial<ConstructorParameters<typeof WebSocketTransport>[0]> = {}) {
+  const transport = new WebSocketTransport({ url: wsOrigin, ...options })
+  return { transport, client: new A2AClient(transport) }
+}
+
+/** The service parameters the agent saw (its `params` command). */
+async function paramsSeen (a2a: A2AClient): Promise<Record<string, string>> {
+  const answer = await a2a.sendMessage({ message: userMessage('params') })
+  return answer.task?.artifacts?.[0]?.parts[0]?.data as Record<string, string>
+}
+
+/** Starts `hold` as a stream and returns it once its two first events (the task, then working) are read. */
+async function heldStream (a2a: A2AClient, signal?: AbortSignal) {
+  const events = a2a.sendStreamingMessage({ message: userMessage('hold') }, { signal })
+  const first = await events.next()
+  const second = await events.next()
+  if (second.value?.statusUpdate?.status.state !== 'TASK_STATE_WORKING') throw new Error('the held task is not working')
+  return { events, taskId: (first.value as StreamResponse).task!.id }
+}
+
+t.test('service parameters go as upgrade headers, A2A-Version 1.0 by default; no subprotocol is offered', async t => {
+  const { client: a2a } = client({ serviceParams: { 'X-Trace': 'abc', Authorization: 'Bearer t' } })
+  t.teardown(() => a2a.close())
+  const seen = await paramsSeen(a2a)
+  t.equal(seen['a2a-version'], '1.0')
+  t.equal(seen['x-trace'], 'abc')
+  t.equal(seen.authorization, 'Bearer t')
+  t.equal(seen[':path'], '/')
+  t.equal(seen['sec-websocket-protocol'], undefined)
+
+  const { client: pinned } = client({ serviceParams: { 'a2a-version': '1.0.1' } })
+  t.teardown(() => pinned.close())
+  t.equal((await paramsSeen(pinned))['a2a-version'], '1.0.1', "the caller's own A2A-Version wins, whatever its case")
+})
+
+t.test('one connection carries concurrent calls; each answer reaches its caller', async t => {
+  const { transport, client: a2a } = client()
+  t.teardown(() => a2a.close())
+  const before = connections
+  const texts = Array.from({ length: 12 }, (_, i) => i % 2 === 0 ? `echo ${i}` : `sleep ${30 - i}`)
+  const answers = await Promise.all(texts.map(text => a2a.sendMessage({ message: userMessage(text) })))
+  t.same(answers.map(answer => answer.task?.artifacts?.[0]?.parts[0]?.text), texts.map(text => text.startsWith('sleep') ? `slept ${text.slice(6)}` : text))
+  t.equal(connections - before, 1)
+  t.equal(transport.pending, 0)
+  const [one, two] = await Promise.all([paramsSeen(a2a), paramsSeen(a2a)])
+  t.equal(one?.[':connection-id'], two?.[':connection-id'])
+})
+
+t.test('past 64 pending calls a call is refused at once; a stream that ends frees its slot', async t => {
+  const { transport, client: a2a } = client()
+  t.teardown(() => a2a.close())
+  const held = await Promise.all(Array.from({ length: 64 }, () => heldStream(a2a)))
+  t.equal(transport.pending, 64)
+  const refused = await a2a.getTask({ id: held[0]!.taskId }).catch((error: unknown) => error)
+  t.type(refused, TooManyPendingError)
+  t.match(refused, { limit: 64, retryable: true, message: /64 calls are already pending/ })
+  const refusedStream = a2a.subscribeToTask({ id: held[0]!.taskId })
+  await t.rejects(refusedStream.next(), TooManyPendingError)
+  t.same(await refusedStream.next(), { value: undefined, done: true })
+
+  await other.cancelTask({ id: held[0]!.taskId })
+  const rest: StreamResponse[] = []
+  for await (const event of held[0]!.events) rest.push(event)
+  t.same(rest.map(event => event.statusUpdate?.status.state), ['TASK_STATE_CANCELED'])
+  await eventually(() => transport.pending === 63)
+  t.equal((await a2a.getTask({ id: held[0]!.taskId })).status.state, 'TASK_STATE_CANCELED')
+})
+
+t.test('maxPending is an option', async t => {
+  const { transport, client: a2a } = client({ maxPending: 2 })
+  t.teardown(() => a2a.close())
+  await Promise.all([heldStream(a2a), heldStream(a2a)])
+  await t.rejects(a2a.listTasks(), { name: 'TooManyPendingError', limit: 2 })
+  t.equal(transport.pending, 2)
+})
+
+t.test('aborting a unary call rejects it with the reason; its late answer is dropped', async t => {
+  const { transport, client: a2a } = client()
+  t.teardown(() => a2a.close())
+  const controller = new AbortController()
+  const contextId = `abort-unary-${Date.now()}`
+  const call = a2a.sendMessage({ message: userMessage('hold', { contextId }) }, { signal: controller.signal })
+  await eventually(async () => (await other.listTasks({ contextId })).tasks[0]?.status.state === 'TASK_STATE_WORKING')
+  controller.abort()
+  await t.rejects(call, { name: 'AbortError' })
+  t.equal(transport.pending, 1, 'the server still runs it')
+  const [task] = (await other.listTasks({ contextId })).tasks
+  await other.cancelTask({ id: task!.id })
+  await eventually(() => transport.pending === 0)
+  t.equal((await a2a.getTask({ id: task!.id })).status.state, 'TASK_STATE_CANCELED', 'the connection goes on')
+
+  const already = new AbortController()
+  already.abort(new Error('not today'))
+  await t.rejects(a2a.getTask({ id: task!.id }, { signal: already.signal }), { message: 'not today' })
+})
+
+t.test('aborting a stream ends its iterator at once; the frames that follow for its id are dropped', async t => {
+  const { transport, client: a2a } = client()
+  t.teardown(() => a2a.close())
+  const controller = new AbortController()
+  const { events, taskId } = await heldStream(a2a, controller.signal)
+  const waiting = events.next()
+  controller.abort()
+  await t.rejects(waiting, { name: 'AbortError' })
+  t.same(await events.next(), { value: undefined, done: true })
+  t.equal(transport.pending, 1, 'seed 000 cannot stop the stream on the server')
+  await other.cancelTask({ id: taskId })
+  await eventually(() => transport.pending === 0)
+  t.same(await events.next(), { value: undefined, done: true })
+})
+
+t.test('leaving a stream loop early stops reading it', async t => {
+  const { transport, client: a2a } = client()
+  t.teardown(() => a2a.close())
+  let taskId: string | undefined
+  for await (const event of a2a.sendStreamingMessage({ message: userMessage('hold') })) {
+    taskId = event.task?.id
+    break
+  }
+  t.equal(transport.pending, 1)
+  await other.cancelTask({ id: taskId! })
+  await eventually(() => transport.pending === 0)
+})
+
+t.test('a timeout gives a unary call or a stream up with CallTimeoutError', async t => {
+  const { client: a2a } = client({ timeout: 50 })
+  t.teardown(() => a2a.close())
+  await t.rejects(a2a.sendMessage({ message: userMessage('hold') }), { name: 'CallTimeoutError', timeoutMs: 50, retryable: true })
+  const events = a2a.sendStreamingMessage({ message: userMessage('hold') }, { timeout: 80 })
+  t.ok((await events.next()).value?.task)
+  t.ok((await events.next()).value?.statusUpdate)
+  await t.rejects(events.next(), CallTimeoutError)
+  t.equal((await a2a.sendMessage({ message: userMessage('quick') }, { timeout: 5000 })).task?.status.state, 'TASK_STATE_COMPLETED')
+})
+
+t.test('an upgrade that never completes fails with the connect timeout', async t => {
+  const silent = createServer(() => {})
+  const sockets: Socket[] = []
+  silent.on('connection', socket => sockets.push(socket))
+  await new Promise<void>(resolve => silent.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => { sockets.forEach(socket => socket.destroy()); silent.close() })
+  const port = (silent.address() as { port: number }).port
+  const { client: a2a } = client({ url: `ws://127.0.0.1:${port}/`, connectTimeout: 100 })
+  const error = await a2a.getTask({ id: 'x' }).catch((thrown: unknown) => thrown)
+  t.type(error, ConnectionError)
+  t.match(error, { retryable: true, message: `the WebSocket upgrade to ws://127.0.0.1:${port}/ did not complete within 100 ms` })
+})
+
+t.test('a dropped connection fails pending calls (retryable) and cuts streams (incomplete); the next call reconnects', async t => {
+  const { transport, client: a2a } = client()
+  t.teardown(() => a2a.close())
+  const contextId = `drop-${Date.now()}`
+  const unary = a2a.sendMessage({ message: userMessage('hold', { contextId }) })
+  const { events, taskId } = await heldStream(a2a)
+  await eventually(async () => (await other.listTasks({ contextId })).tasks.length === 1)
+  const before = connections
+  for (const socket of server.fastify.websocketServer.clients) socket.terminate()
+
+  const failed = await unary.catch((error: unknown) => error)
+  t.type(failed, ConnectionError)
+  t.notOk(failed instanceof StreamIncompleteError)
+  t.match(failed, { retryable: true, closeCode: 1006, message: 'the connection closed (1006) before the answer arrived' })
+  const cut = await events.next().catch((error: unknown) => error)
+  t.type(cut, StreamIncompleteError)
+  t.match(cut, { retryable: true, closeCode: 1006, taskId, received: 2 })
+  t.same(await events.next(), { value: undefined, done: true })
+  t.equal(transport.pending, 0)
+
+  t.equal((await a2a.getTask({ id: taskId })).status.state, 'TASK_STATE_WORKING')
+  t.equal(connections - before, 1, 'a new connection')
+  await other.cancelTask({ id: taskId })
+})
+
+t.test('close() fails what is pending (not retryable) and refuses later calls', async t => {
+  const { client: a2a } = client()
+  const { events, taskId } = await heldStream(a2a)
+  await a2a.close()
+  await t.rejects(events.next(), { name: 'ConnectionError', retryable: false, message: 'the transport was closed before the stream ended' })
+  await t.rejects(a2a.getTask({ id: taskId }), { name: 'ConnectionError', retryable: false, message: 'the transport is closed' })
+  await other.cancelTask({ id: taskId })
+})
+
+t.test('an injected WebSocket class is the one used', async t => {
+  let constructed = 0
+  class CountingWebSocket extends WebSocket {
+    constructor (...args: ConstructorParameters<typeof WebSocket>) {
+      super(...args)
+      constructed++
+    }
+  }
+  const { client: a2a } = client({ WebSocket: CountingWebSocket, serviceParams: { 'X-Injected': 'yes' } })
+  t.teardown(() => a2a.close())
+  t.equal((await paramsSeen(a2a))['x-injected'], 'yes')
+  t.equal(constructed, 1)
+})

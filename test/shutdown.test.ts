@@ -1,0 +1,121 @@
+// Graceful shutdown (issue 9 §5): fastify.close() refuses new work, lets work in progress
+// finish within completionGrace, cancels what is left and gives its executors taskGrace,
+// abandons an executor that ignores its signal, ends every stream, closes every WebSocket
+// with 1001 and reports what it did. Tasks in every phase, streams over every binding.
+import t from 'tap'
+import { conformanceAgent } from '../examples/agent.js'
+import { InvalidOptionError, type AgentExecutor } from '../lib/index.js'
+import { startAgentProcess } from './helpers/agent-process.js'
+import { eventually, openSse, post, result, startServer, userMessage } from './helpers/server.js'
+import { connect, refusedUpgrade, wsUrl } from './helpers/ws.js'
+
+/** The conformance agent, plus `stubborn`: working, then it never ends and ignores its signal. */
+const agent: AgentExecutor = {
+  async execute (context, events) {
+    if (context.message.parts[0]?.text !== 'stubborn') return await conformanceAgent.execute(context, events)
+    await events.working()
+    await new Promise(() => {})
+  }
+}
+
+const unavailable = { code: -32603, message: 'Service unavailable: the server is shutting down' }
+
+t.test('fastify.close() with tasks in every phase and a stream open over every binding', async t => {
+  const server = await startServer({ executor: agent, shutdown: { completionGrace: 2000, taskGrace: 300 } })
+  const { endpoint, origin, fastify } = server
+  const { handler } = fastify.a2a
+
+  const completed = (await result(endpoint, 'SendMessage', { message: userMessage('done already') })).task
+  const waiting = (await result(endpoint, 'SendMessage', { message: userMessage('input') })).task
+  t.equal(waiting.status.state, 'TASK_STATE_INPUT_REQUIRED')
+  // A subscription no task end closes: shutdown ends it.
+  const subscription = await openSse(endpoint, 'POST', { jsonrpc: '2.0', id: 'sub', method: 'SubscribeToTask', params: { id: waiting.id } }, 1)
+  // Working, with a stream open on each binding.
+  const jsonRpcStream = await openSse(endpoint, 'POST', { jsonrpc: '2.0', id: 'rpc', method: 'SendStreamingMessage', params: { message: userMessage('hold') } }, 2)
+  const restStream = await openSse(`${origin}/message:stream`, 'POST', { message: userMessage('hold') }, 2)
+  const ws = await connect(wsUrl(origin))
+  const wsFrames = ws.stream('SendStreamingMessage', { message: userMessage('hold') }, 'ws')
+  // A call in flight that finishes within completionGrace, and an executor that ignores its signal.
+  const sleeping = post(endpoint, { jsonrpc: '2.0', id: 'sleep', method: 'SendMessage', params: { message: userMessage('sleep 500') } })
+  const stubborn = (await result(endpoint, 'SendMessage', { message: userMessage('stubborn'), configuration: { returnImmediately: true } })).task
+  await eventually(() => handler.runningExecutions === 5)
+  const bystander = await connect(wsUrl(origin))
+
+  const closing = server.close()
+  await eventually(async () => (await bystander.request('GetTask', { id: completed.id })).error !== undefined)
+  t.same((await bystander.request('GetTask', { id: completed.id }, 'late')), { jsonrpc: '2.0', id: 'late', error: unavailable }, 'a new call on an open connection is refused')
+  const upgrade = await refusedUpgrade(wsUrl(origin))
+  t.equal(upgrade.status, 503, 'a new upgrade is refused')
+  const newRequest = await post(endpoint, { jsonrpc: '2.0', id: 'new', method: 'GetTask', params: { id: completed.id } })
+  t.equal(newRequest.status, 503, 'a new HTTP request is refused')
+
+  t.equal((await sleeping).body.result.task.status.state, 'TASK_STATE_COMPLETED', 'the call in flight finished')
+  await Promise.all([jsonRpcStream.ended, restStream.ended, subscription.ended])
+  t.same(jsonRpcStream.events.map(e => e.data.result.statusUpdate?.status.state ?? 'task'), ['task', 'TASK_STATE_WORKING', 'TASK_STATE_CANCELED'], 'JSON-RPC SSE: cancelled, then ended')
+  t.same(restStream.events.map(e => e.data.statusUpdate?.status.state ?? 'task'), ['task', 'TASK_STATE_WORKING', 'TASK_STATE_CANCELED'], 'REST SSE: cancelled, then ended')
+  t.same(subscription.events.map(e => e.event ?? 'data'), ['data', 'error'])
+  t.same(subscription.events[1]?.data, { jsonrpc: '2.0', id: 'sub', error: unavailable }, 'a subscription to a waiting task ends with Unavailable')
+  const frames = await wsFrames
+  t.same(frames.map(f => f.result.statusUpdate?.status.state ?? f.result.status ?? 'task'), ['task', 'TASK_STATE_WORKING', 'TASK_STATE_CANCELED', 'stream_complete'], 'WebSocket: cancelled, then the marker')
+  t.same(await ws.closed, { code: 1001, reason: 'server shutting down' })
+  t.same(await bystander.closed, { code: 1001, reason: 'server shutting down' })
+  await closing
+
+  t.same(fastify.a2a.lastShutdownReport, { drained: 1, cancelled: 3, abandoned: 1, streamsEnded: 1, webSocketsClosed: 2 })
+  const { taskStore } = fastify.a2a
+  const stateOf = async (id: string) => (await taskStore.get(id, { tenant: '' }))?.status
+  t.equal((await stateOf(completed.id))?.state, 'TASK_STATE_COMPLETED', 'a completed task is untouched')
+  t.equal((await stateOf(waiting.id))?.state, 'TASK_STATE_INPUT_REQUIRED', 'a task waiting for input stays resumable')
+  const abandoned = await stateOf(stubborn.id)
+  t.equal(abandoned?.state, 'TASK_STATE_CANCELED', 'an executor that ignores its signal is abandoned, its task cancelled')
+  t.same(abandoned?.message?.parts, [{ text: 'the server shut down before the agent finished' }])
+  t.equal(handler.runningExecutions, 0)
+  t.equal(fastify.a2a.bus.listenerCount(), 0)
+})
+
+t.test('nothing in progress: close() returns at once with an empty report', async t => {
+  const server = await startServer({ shutdown: { completionGrace: 60_000, taskGrace: 60_000 } })
+  await result(server.endpoint, 'SendMessage', { message: userMessage('x') })
+  await server.close()
+  t.same(server.fastify.a2a.lastShutdownReport, { drained: 0, cancelled: 0, abandoned: 0, streamsEnded: 0, webSocketsClosed: 0 })
+})
+
+t.test('a held task with an SSE stream no longer keeps close() waiting past the grace periods', async t => {
+  const server = await startServer({ shutdown: { completionGrace: 0, taskGrace: 1000 } })
+  const open = await openSse(`${server.origin}/message:stream`, 'POST', { message: userMessage('hold') }, 2)
+  t.equal(open.response.headers['content-type'], 'text/event-stream')
+  await server.close()
+  await open.ended
+  t.equal(open.events.at(-1)?.data.statusUpdate?.status.state, 'TASK_STATE_CANCELED')
+  t.same(server.fastify.a2a.lastShutdownReport, { drained: 0, cancelled: 1, abandoned: 0, streamsEnded: 0, webSocketsClosed: 0 })
+})
+
+t.test('shutdown options: websocket.closeGrace is the older name of completionGrace', async t => {
+  await t.rejects(startServer({ shutdown: { taskGrace: -1 } }), InvalidOptionError)
+  await t.rejects(startServer({ shutdown: { completionGrace: 1.5 } }), InvalidOptionError)
+  await t.rejects(startServer({ shutdown: { completionGrace: 100 }, websocket: { closeGrace: 200 } }), /websocket\.closeGrace: conflicts with shutdown\.completionGrace/)
+  const aliased = await startServer({ shutdown: { completionGrace: 100 }, websocket: { closeGrace: 100 } })
+  await aliased.close()
+  t.pass('the same value under both names is accepted')
+})
+
+t.test('the conformance agent drains on SIGTERM and exits 0, reporting on stderr', async t => {
+  const process = await startAgentProcess()
+  t.teardown(() => { process.child.kill('SIGKILL') })
+  let stderr = ''
+  process.child.stderr?.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
+  const held = await openSse(process.origin, 'POST', { jsonrpc: '2.0', id: 'held', method: 'SendStreamingMessage', params: { message: userMessage('hold') } }, 2)
+  const ws = await connect(wsUrl(process.origin))
+  const wsFrames: any[] = []
+  ws.socket.on('message', (data) => wsFrames.push(JSON.parse(data.toString())))
+  ws.send({ jsonrpc: '2.0', id: 'ws', method: 'SendStreamingMessage', params: { message: userMessage('hold') } })
+  await eventually(() => wsFrames.length === 2)
+  await result(process.origin, 'SendMessage', { message: userMessage('input') })
+  process.child.kill('SIGTERM')
+  t.same(await process.exit, { code: 0, signal: null }, 'the graceful path, not the fallback')
+  await held.ended
+  t.equal(held.events.at(-1)?.data.result.statusUpdate?.status.state, 'TASK_STATE_CANCELED')
+  t.equal((await ws.closed).code, 1001)
+  t.same(wsFrames.map(f => f.result.statusUpdate?.status.state ?? f.result.status ?? 'task'), ['task', 'TASK_STATE_WORKING', 'TASK_STATE_CANCELED', 'stream_complete'])
+  t.match(stderr, /^shutdown \{"drained":0,"cancelled":2,"abandoned":0,"streamsEnded":0,"webSocketsClosed":1\}$/m)
+})
