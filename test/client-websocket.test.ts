@@ -192,6 +192,15 @@ t.test('a dropped connection fails pending calls (retryable) and cuts streams (i
   await other.cancelTask({ id: taskId })
 })
 
+t.test('a message over the server\'s size limit: it closes the connection (1009), and the call is not worth retrying', async t => {
+  const { client: a2a } = client()
+  t.teardown(() => a2a.close())
+  const error = await a2a.sendMessage({ message: userMessage('x'.repeat(4 * 1024 * 1024 + 1)) }).catch((thrown: unknown) => thrown)
+  t.type(error, ConnectionError)
+  t.match(error, { closeCode: 1009, retryable: false })
+  t.equal((await a2a.sendMessage({ message: userMessage('small') })).task?.status.state, 'TASK_STATE_COMPLETED', 'the next call reconnects')
+})
+
 t.test('close() fails what is pending (not retryable) and refuses later calls', async t => {
   const { client: a2a } = client()
   const { events, taskId } = await heldStream(a2a)

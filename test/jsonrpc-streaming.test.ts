@@ -105,14 +105,16 @@ t.test('a client that disconnects mid-stream releases its subscription; the task
 })
 
 t.test('a reader that falls behind gets a last error event with STREAM_LAGGED; other streams flow; memory stays bounded', async t => {
-  // 400 chunks of 64 KiB (25 MiB) are more than the socket buffers hold for a paused reader.
-  const chunk = 'x'.repeat(64 * 1024)
+  // 400 chunks of 256 KiB (100 MiB) are more than the kernel buffers for a paused reader
+  // (Linux grows a loopback receive buffer up to 32 MiB); each replaces the last, so the
+  // store holds one.
+  const chunk = 'x'.repeat(256 * 1024)
   const lagging = await startServer({
     maxQueuedEvents: 8,
     executor: {
       async execute (context, events) {
         const big = context.message.parts[0]?.text === 'big'
-        for (let i = 0; i < (big ? 400 : 3); i++) await events.artifact({ artifactId: 'a', parts: [{ text: big ? chunk : `small ${i}` }] }, { append: i > 0 })
+        for (let i = 0; i < (big ? 400 : 3); i++) await events.artifact({ artifactId: 'a', parts: [{ text: big ? chunk : `small ${i}` }] }, { append: !big && i > 0 })
         await events.completed()
       }
     }

@@ -102,7 +102,7 @@ export class StreamIncompleteError extends ConnectionError {
   /** Events received before the cut. */
   readonly received: number
 
-  constructor (message: string, taskId: string | undefined, received: number, options: { closeCode?: number, cause?: unknown } = {}) {
+  constructor (message: string, taskId: string | undefined, received: number, options: { retryable?: boolean, closeCode?: number, cause?: unknown } = {}) {
     super(message, options)
     this.taskId = taskId
     this.received = received

@@ -201,14 +201,11 @@ export function makeWebSocketServer (options: WebSocketServerOptions): WebSocket
           // The reader fell behind: its stream ends here rather than buffering without bound.
           const queued = (events as { buffered?: number }).buffered ?? 0
           const dropped = queued + 1
-          await events.return?.()
           refuse(connection, id, new StreamLaggedError(dropped).with({ metadata: { droppedEvents: String(dropped) } }))
           return
         }
         send(connection, success(id, next.value))
-        // One event per turn of the event loop: a burst does not hold back what the peer
-        // sends meanwhile (a cancelStream) nor the other connections.
-        await nextTurn()
+        if (connection.served.dialect.controlsStreams) await nextTurn()
       }
       if (!stopped()) send(connection, connection.served.dialect.end(id))
     } finally {

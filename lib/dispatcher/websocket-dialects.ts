@@ -55,6 +55,12 @@ export type Incoming =
 export interface Dialect {
   /** The card's `protocolBinding`, and the `binding` of a call's context. */
   readonly binding: string
+  /**
+   * The peer controls streams in progress (cancelStream): a stream writes one event per
+   * turn of the event loop, so that a burst of events does not keep its control frames
+   * unread until the burst is over.
+   */
+  readonly controlsStreams: boolean
   read (text: string, maxJsonDepth: number): Incoming
   binary (): Incoming
   /** The frame after a stream's last event, or after a stream the client cancelled. */
@@ -75,6 +81,7 @@ function fromEnvelope (envelope: Envelope): Incoming {
 /** Seed 000: the JSON-RPC binding's messages as they are; bad input is answered and the connection stays open. */
 export const seed000: Dialect = {
   binding: WEBSOCKET_BINDING_URI,
+  controlsStreams: false,
   read: (text, maxJsonDepth) => fromEnvelope(parseEnvelope(text, maxJsonDepth)),
   binary: () => refused(null, new JsonParseError()),
   end: (id) => success(id, STREAM_COMPLETE),
@@ -101,6 +108,7 @@ const CLOSES = new Map<ErrorRow, Close>([
  */
 export const a2aV1: Dialect = {
   binding: A2A_V1_BINDING,
+  controlsStreams: true,
 
   read (text, maxJsonDepth) {
     const parsed = parseJson(text, maxJsonDepth)

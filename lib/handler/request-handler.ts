@@ -1,6 +1,7 @@
 // The eleven A2A operations over a task store, a push-config store and an event bus.
 // No HTTP and no sockets here: dispatchers call these methods and render the results.
 import { randomUUID } from 'node:crypto'
+import { setImmediate as nextTurn } from 'node:timers/promises'
 import {
   ContentTypeNotSupportedError, ExtendedAgentCardNotConfiguredError, InvalidAgentResponseError, isA2AError, PushNotificationNotSupportedError,
   TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError, invalidParams
@@ -20,6 +21,7 @@ import {
 } from '../schema/wire.js'
 import type { PushConfigStore, Scope, StoredPushConfig, TaskChange, TaskStore } from '../store/types.js'
 import { EventQueue } from './event-queue.js'
+import { LazyAbortController } from './lazy-abort.js'
 import type {
   AgentExecutor, AgentMessageInput, ArtifactInput, ArtifactOptions, CallContext, ExecutionContext, ExecutionEvents
 } from './executor.js'
@@ -71,7 +73,17 @@ const MAX_PUSH_PAGE_SIZE = 100
 const validateAgentMessage = compile(MessageSchema, 'message')
 const validateArtifact = compile(ArtifactSchema, 'artifact')
 const validateState = compile(TaskStateSchema, 'state')
-const now = () => new Date().toISOString()
+/** The ISO time, formatted once per millisecond however many events share it. */
+let nowMs = -1
+let nowIso = ''
+const now = () => {
+  const ms = Date.now()
+  if (ms !== nowMs) {
+    nowMs = ms
+    nowIso = new Date(ms).toISOString()
+  }
+  return nowIso
+}
 
 /** The per-task state this process keeps while it changes a task: changes apply one at a time, in order. */
 interface TaskRun {
@@ -84,11 +96,13 @@ interface TaskRun {
   tail: Promise<unknown>
   pending: number
   executions: Set<Execution>
+  /** The streams reading the task's events (see #enqueueEvent). */
+  streams: Set<EventQueue<StreamResponse>>
 }
 
 interface Execution {
   run: TaskRun
-  controller: AbortController
+  controller: LazyAbortController
   userMessage: Message
   /** A direct reply was sent: the turn is over and no task is created. */
   replied: boolean
@@ -126,6 +140,25 @@ function lastUserMessage (task: Task): Message {
   const history = task.history ?? []
   for (let i = history.length - 1; i >= 0; i--) if (history[i]?.role === 'ROLE_USER') return history[i] as Message
   return { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: '' }], taskId: task.id, contextId: task.contextId }
+}
+
+/**
+ * `{ ...message, taskId, contextId }`, built key by key: once optimised, V8 (Node 20)
+ * gives each object a spread with keys after it makes a hidden class of its own, which
+ * costs microseconds and leaves every later read of the message megamorphic.
+ */
+function withTask (message: Message, taskId: string, contextId: string): Message {
+  const source = message as unknown as Record<PropertyKey, unknown>
+  const copy: Record<PropertyKey, unknown> = {}
+  for (const key of Object.keys(source)) {
+    // A spread defines keys: an own `__proto__` (JSON.parse makes one) must not set the prototype.
+    if (key === '__proto__') Object.defineProperty(copy, key, { value: source[key], writable: true, enumerable: true, configurable: true })
+    else copy[key] = source[key]
+  }
+  for (const symbol of Object.getOwnPropertySymbols(source)) if (Object.prototype.propertyIsEnumerable.call(source, symbol)) copy[symbol] = source[symbol]
+  copy.taskId = taskId
+  copy.contextId = contextId
+  return copy as unknown as Message
 }
 
 function copyArtifact (artifact: Artifact): Artifact {
@@ -254,6 +287,7 @@ export class RequestHandler {
       queue.push(event)
       if (endsTurn(event)) queue.end()
     })
+    this.#follow(turn.run, queue)
     queue.onClose(turn.unsubscribe)
     // Once the execution is done every event of the turn has been pushed.
     turn.done.then(() => queue.end(), (error: unknown) => queue.fail(error))
@@ -312,6 +346,7 @@ export class RequestHandler {
     this.#refuseTerminal(task, 'subscribe')
     const queue = this.#openStream()
     const run = this.#runFor(this.#scope(context), task)
+    this.#follow(run, queue)
     const { bus } = this.#options
     const deliver = (event: StreamResponse) => {
       queue.push(event)
@@ -397,7 +432,7 @@ export class RequestHandler {
     }
     const taskId = existing?.id ?? randomUUID()
     const contextId = existing?.contextId ?? (message.contextId !== undefined && message.contextId !== '' ? message.contextId : randomUUID())
-    const userMessage: Message = { ...message, taskId, contextId }
+    const userMessage = withTask(message, taskId, contextId)
     const inlineConfig = inlinePush === undefined ? undefined : this.#pushConfig(inlinePush, taskId)
     if (inlineConfig !== undefined) await this.#options.checkPushConfig?.(inlineConfig)
     const run = this.#runFor(scope, existing ?? { id: taskId, contextId })
@@ -429,11 +464,11 @@ export class RequestHandler {
     const executionContext = this.#executionContext(execution, taskAtStart, context, params)
     const done = this.#execute(execution, executionContext)
     done.catch(() => {})
-    return { taskId, scope, done, unsubscribe: () => unsubscribe() }
+    return { taskId, scope, run, done, unsubscribe: () => unsubscribe() }
   }
 
   #newExecution (run: TaskRun, userMessage: Message): Execution {
-    return { run, controller: new AbortController(), userMessage, replied: false, timedOut: false }
+    return { run, controller: new LazyAbortController(), userMessage, replied: false, timedOut: false }
   }
 
   #openStream (): EventQueue<StreamResponse> {
@@ -455,7 +490,7 @@ export class RequestHandler {
       identity: context.identity,
       tenant: context.tenant,
       extensions: context.extensions,
-      signal: execution.controller.signal
+      get signal () { return execution.controller.signal }
     }
     return result
   }
@@ -496,7 +531,7 @@ export class RequestHandler {
       await this.#ensureTask(execution)
       if (execution.timedOut) {
         await this.#applyStatus(run, 'TASK_STATE_FAILED', this.#agentMessage(run, `the agent did not finish within ${this.#executorTimeout} ms`))
-      } else if (execution.controller.signal.aborted) {
+      } else if (execution.controller.aborted) {
         await this.#applyStatus(run, 'TASK_STATE_CANCELED')
       } else {
         const reason = failure === undefined ? 'the agent stopped without a final state' : 'the agent failed'
@@ -562,7 +597,23 @@ export class RequestHandler {
         }
         throw error
       }
+      // A reader half its bound behind gets a turn of the event loop before the executor
+      // goes on. An executor whose store never waits (the memory store's) would otherwise
+      // fill the queue in one run of microtasks, before an SSE response could drain or the
+      // WebSocket writer (one event per turn) take more than one: STREAM_LAGGED at ~1,000.
+      if (this.#behind(run)) await nextTurn()
     })
+  }
+
+  /** `queue` reads the run's events: the executor keeps to its pace (#enqueueEvent). */
+  #follow (run: TaskRun, queue: EventQueue<StreamResponse>): void {
+    run.streams.add(queue)
+    queue.onClose(() => run.streams.delete(queue))
+  }
+
+  #behind (run: TaskRun): boolean {
+    for (const queue of run.streams) if (queue.buffered * 2 >= this.#options.maxQueuedEvents) return true
+    return false
   }
 
   /** Is the task over? Then the executor's event is ignored, counted and logged. */
@@ -652,7 +703,8 @@ export class RequestHandler {
         state: task.status?.state,
         tail: Promise.resolve(),
         pending: 0,
-        executions: new Set()
+        executions: new Set(),
+        streams: new Set()
       }
       this.#runs.set(topic, run)
     }

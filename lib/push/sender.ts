@@ -151,14 +151,24 @@ export class PushSender {
     if (this.#closing.signal.aborted) return
     const topic = `${ref.scope.tenant}\u0000${ref.taskId}`
     this.#busy++
-    const tail: Promise<void> = (this.#lookups.get(topic) ?? Promise.resolve())
-      .then(() => this.#fanOut(event, ref))
-      .catch((error: unknown) => this.#logger.error({ err: error, taskId: ref.taskId }, 'push: reading the push configs failed'))
-      .finally(() => {
-        if (this.#lookups.get(topic) === tail) this.#lookups.delete(topic)
-        this.#settle()
-      })
-    this.#lookups.set(topic, tail)
+    const link: { tail?: Promise<void> } = {}
+    link.tail = this.#lookUp(this.#lookups.get(topic), event, ref, topic, link)
+    this.#lookups.set(topic, link.tail)
+  }
+
+  /** One event's lookup, after the task's previous one: an async function, fewer promises per event than a then/catch/finally chain. */
+  async #lookUp (previous: Promise<void> | undefined, event: StreamResponse, ref: TaskRef, topic: string, link: { tail?: Promise<void> }): Promise<void> {
+    try {
+      try {
+        await previous
+        await this.#fanOut(event, ref)
+      } catch (error) {
+        this.#logger.error({ err: error, taskId: ref.taskId }, 'push: reading the push configs failed')
+      }
+    } finally {
+      if (this.#lookups.get(topic) === link.tail) this.#lookups.delete(topic)
+      this.#settle()
+    }
   }
 
   /** Resolves once every event notified so far has been delivered, given up or dropped. */
@@ -175,11 +185,12 @@ export class PushSender {
   }
 
   async #fanOut (event: StreamResponse, ref: TaskRef): Promise<void> {
-    const body = JSON.stringify(event)
+    // Serialised only for a task that has configs: most tasks have none.
+    let body: string | undefined
     let pageToken: string | undefined
     do {
       const page = await this.#store.list(ref.taskId, { pageSize: PAGE_SIZE, pageToken }, ref.scope)
-      for (const config of page.configs) this.#enqueue({ event, body, ref, configId: config.id as string })
+      for (const config of page.configs) this.#enqueue({ event, body: body ??= JSON.stringify(event), ref, configId: config.id as string })
       pageToken = page.nextPageToken
     } while (pageToken !== '')
   }

@@ -57,6 +57,8 @@ interface Connection {
 }
 
 const CLIENT_CLOSE = 1000
+/** The server closed because a message was too large (RFC 6455 §7.4.1): the same call would fail again. */
+const MESSAGE_TOO_BIG = 1009
 
 export class WebSocketTransport implements Transport {
   readonly binding = WEBSOCKET_BINDING_URI
@@ -104,7 +106,7 @@ export class WebSocketTransport implements Transport {
         error: (error) => settle(error),
         cut: (closeCode, clientClosed) => settle(clientClosed
           ? new ConnectionError('the transport was closed before the answer arrived', { retryable: false, closeCode })
-          : new ConnectionError(`the connection closed (${closeCode}) before the answer arrived`, { closeCode }))
+          : new ConnectionError(`the connection closed (${closeCode}) before the answer arrived`, { closeCode, retryable: closeCode !== MESSAGE_TOO_BIG }))
       }, (reason) => settle(reason))
     })
   }
@@ -135,7 +137,7 @@ export class WebSocketTransport implements Transport {
       error: (error) => finish(() => channel.fail(error)),
       cut: (closeCode, clientClosed) => finish(() => channel.fail(clientClosed
         ? new ConnectionError('the transport was closed before the stream ended', { retryable: false, closeCode })
-        : new StreamIncompleteError(`the connection closed (${closeCode}) after ${received} events, before the stream ended`, taskId, received, { closeCode })))
+        : new StreamIncompleteError(`the connection closed (${closeCode}) after ${received} events, before the stream ended`, taskId, received, { closeCode, retryable: closeCode !== MESSAGE_TOO_BIG })))
     }, (reason) => finish(() => channel.abort(reason)))
     function finish (end: () => void) {
       call.dispose()

@@ -1,2 +1,0 @@
-export {};
-//# sourceMappingURL=executor.js.map

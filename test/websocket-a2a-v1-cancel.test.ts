@@ -1,0 +1,74 @@
+// Seed 001, cancelStream: `{"jsonrpc":"2.0","id":…,"cancelStream":true}` stops the stream
+// in progress with that id, which ends with exactly one streamEnd and nothing after it;
+// the task goes on; a cancelStream for an unknown id is ignored.
+import t from 'tap'
+import { eventually, startServer, userMessage } from './helpers/server.js'
+import { clientFrame, frameReader, rawUpgrade } from './helpers/ws.js'
+import { V1_PARAMS, connectV1, v1Url } from './helpers/ws-a2a-v1.js'
+
+const server = await startServer()
+t.teardown(() => server.close())
+const cancelStream = (id: unknown) => ({ jsonrpc: '2.0', id, cancelStream: true })
+
+t.test('cancelStream stops a `stream 1000` mid-way: exactly one streamEnd, no frame after it; the task goes on', async t => {
+  const client = await connectV1(v1Url(server.origin))
+  t.teardown(() => client.close())
+  client.call('s', 'SendStreamingMessage', { message: userMessage('stream 1000') })
+  const frames = []
+  let chunks = 0
+  for (;;) {
+    const frame = await client.nextFor('s')
+    frames.push(frame)
+    if (frame.result?.artifactUpdate !== undefined && ++chunks === 3) client.send(cancelStream('s'))
+    if (frame.streamEnd === true || frame.error !== undefined) break
+  }
+  t.same(frames.at(-1), { jsonrpc: '2.0', id: 's', streamEnd: true })
+  t.ok(chunks < 1000, `stopped mid-way, after ${chunks} of 1000 chunks`)
+  t.ok(frames.slice(0, -1).every(frame => frame.result !== undefined && frame.result.statusUpdate?.status.state !== 'TASK_STATE_COMPLETED'), 'the stream did not run to its end')
+  t.same(await client.quiet(200), [], 'no frame after streamEnd')
+  const task = frames[0].result.task
+  await eventually(async () => (await client.request(`get-${Date.now()}`, 'GetTask', { id: task.id })).result.status.state === 'TASK_STATE_COMPLETED')
+  t.pass('the task ran to completion')
+})
+
+t.test('a cancelled held stream releases its subscription; the task goes on until CancelTask', async t => {
+  const client = await connectV1(v1Url(server.origin))
+  t.teardown(() => client.close())
+  client.call('h', 'SendStreamingMessage', { message: userMessage('hold') })
+  const task = (await client.nextFor('h')).result.task
+  t.equal((await client.nextFor('h')).result.statusUpdate.status.state, 'TASK_STATE_WORKING')
+  client.send(cancelStream('h'))
+  t.same(await client.nextFor('h'), { jsonrpc: '2.0', id: 'h', streamEnd: true })
+  await eventually(() => server.fastify.a2a.bus.listenerCount() === 0)
+  t.equal((await client.request('g', 'GetTask', { id: task.id })).result.status.state, 'TASK_STATE_WORKING', 'still running')
+  t.equal((await client.request('c', 'CancelTask', { id: task.id })).result.status.state, 'TASK_STATE_CANCELED')
+  t.same(await client.quiet(100), [], 'the cancelled stream saw nothing of it')
+})
+
+t.test('a cancelStream right behind its request (one TCP write): streamEnd is the stream\'s only frame', async t => {
+  const { socket, response, rest } = await rawUpgrade(server.origin, ['Sec-WebSocket-Protocol: a2a.v1'])
+  t.match(response, /^HTTP\/1\.1 101 /)
+  t.teardown(() => socket.destroy())
+  const reader = frameReader(socket, rest)
+  const request = { jsonrpc: '2.0', id: 'early', method: 'SendStreamingMessage', params: { message: userMessage('stream 3') }, serviceParams: V1_PARAMS }
+  socket.write(Buffer.concat([clientFrame(JSON.stringify(request)), clientFrame(JSON.stringify(cancelStream('early')))]))
+  t.same(JSON.parse((await reader.next()).payload.toString()), { jsonrpc: '2.0', id: 'early', streamEnd: true })
+  await new Promise(resolve => setTimeout(resolve, 200))
+  t.same(reader.frames, [], 'nothing after it')
+})
+
+t.test('a cancelStream for an unknown id, or for a stream that has ended, is ignored', async t => {
+  const client = await connectV1(v1Url(server.origin))
+  t.teardown(() => client.close())
+  client.send(cancelStream('nope'))
+  client.send(cancelStream(42))
+  t.same(await client.quiet(100), [])
+  const frames = await client.stream('done', 'SendStreamingMessage', { message: userMessage('stream 1') })
+  t.same(frames.at(-1), { jsonrpc: '2.0', id: 'done', streamEnd: true })
+  client.send(cancelStream('done'))
+  t.same(await client.quiet(100), [], 'no second streamEnd')
+  client.call('u', 'SendMessage', { message: userMessage('sleep 100') })
+  client.send(cancelStream('u'))
+  t.equal((await client.nextFor('u')).result.task.status.state, 'TASK_STATE_COMPLETED', 'a unary call is no stream to cancel')
+  t.equal(client.socket.readyState, client.socket.OPEN)
+})
