@@ -7,11 +7,14 @@ const VISIBLE_ASCII = /^[\t\x20-\x7e]*$/
 
 export type ServiceParams = Record<string, string>
 
+/** The default of `drop`, made once rather than at every request. */
+const DROP_NONE: ReadonlySet<string> = new Set()
+
 /**
  * `rawHeaders` is Node's flat `[name, value, name, value, …]` list. Names in `drop` are
  * left out (lowercase).
  */
-export function serviceParamsFromHeaders (rawHeaders: readonly string[], drop: ReadonlySet<string> = new Set()): ServiceParams {
+export function serviceParamsFromHeaders (rawHeaders: readonly string[], drop: ReadonlySet<string> = DROP_NONE): ServiceParams {
   const params: ServiceParams = Object.create(null)
   for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
     const name = (rawHeaders[i] as string).toLowerCase()

@@ -111,7 +111,7 @@ for (const [name, make] of Object.entries(transports)) {
     t.test('GetExtendedAgentCard', async t => {
       const card = await client.getExtendedAgentCard()
       t.equal(card.name, 'fastify-a2a conformance agent')
-      t.match(card.supportedInterfaces.map(i => i.protocolBinding), ['JSONRPC', 'HTTP+JSON', 'https://a2a-rust.com/bindings/websocket/v1'])
+      t.same(card.supportedInterfaces.map(i => i.protocolBinding), ['JSONRPC', 'HTTP+JSON', 'https://a2a-rust.com/bindings/websocket/v1', 'WEBSOCKET'])
     })
   })
 }

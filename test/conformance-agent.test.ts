@@ -4,6 +4,10 @@ import t from 'tap'
 import { startAgentProcess } from './helpers/agent-process.js'
 import { call, result, userMessage } from './helpers/server.js'
 
+// Each test starts the agent as a child process and waits for its graceful exit: on a busy
+// two-core machine that is more than the default 60 s per file.
+t.setTimeout(240_000)
+
 t.test('prints exactly one listening line, serves the card, exits 0 on SIGTERM', async t => {
   const agent = await startAgentProcess()
   t.teardown(() => { agent.child.kill('SIGKILL') })
@@ -39,7 +43,7 @@ t.test('the WebSocket knobs: allowed origins, required origin, connection cap', 
   const agent = await startAgentProcess({ A2A_ALLOWED_ORIGINS: 'https://a.example, https://b.example', A2A_REQUIRE_ORIGIN: '1', A2A_MAX_CONNECTIONS: '1' })
   t.teardown(() => { agent.child.kill('SIGKILL') })
   const card = await (await fetch(`${agent.origin}/.well-known/agent-card.json`)).json()
-  t.same(card.supportedInterfaces.map((i: any) => i.protocolBinding), ['JSONRPC', 'HTTP+JSON', 'https://a2a-rust.com/bindings/websocket/v1'])
+  t.same(card.supportedInterfaces.map((i: any) => i.protocolBinding), ['JSONRPC', 'HTTP+JSON', 'https://a2a-rust.com/bindings/websocket/v1', 'WEBSOCKET'])
   t.equal(card.supportedInterfaces[2].url, agent.origin.replace('http', 'ws'))
   t.equal((await refusedUpgrade(wsUrl(agent.origin))).status, 403, 'no Origin')
   t.equal((await refusedUpgrade(wsUrl(agent.origin), { headers: { Origin: 'https://c.example' } })).status, 403)

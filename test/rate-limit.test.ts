@@ -89,3 +89,18 @@ t.test('a custom store of @fastify/rate-limit\'s interface is used', async t => 
   await post(server.endpoint, { jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: userMessage('x') } })
   t.same(keys, ['ip:127.0.0.1'])
 })
+
+t.test('upgrades have a budget of their own per IP: past it a WebSocket is refused with 429 and Retry-After', async t => {
+  const { refusedUpgrade } = await import('./helpers/ws.js')
+  const server = await startServer({ rateLimit: { max: 2, timeWindow: 60_000 } })
+  t.teardown(() => server.close())
+  for (let i = 0; i < 2; i++) {
+    const client = await connect(wsUrl(server.origin))
+    t.equal((await client.request('GetTask', { id: 'x' })).error.code, -32001, 'the call budget is apart')
+    client.close()
+  }
+  const refused = await refusedUpgrade(wsUrl(server.origin))
+  t.equal(refused.status, 429)
+  t.match(refused.headers['retry-after'], /^\d+$/)
+  t.same(refused.body.error.status, 'RESOURCE_EXHAUSTED')
+})

@@ -68,10 +68,14 @@ export function rateLimit (options: RateLimitOptions): A2AInterceptor {
   const counter = windowCounter(options)
   const keyOf = options.keyGenerator ?? callerKey
 
+  const spend = async (key: string) => {
+    const { current, ttl } = await counter.count(key)
+    if (current > counter.max) throw new RateLimitedError(counter.max, counter.timeWindow).with({ details: [retryInfo(ttl)] })
+  }
   return {
-    async before (context, call) {
-      const { current, ttl } = await counter.count(keyOf(context, call.request))
-      if (current > counter.max) throw new RateLimitedError(counter.max, counter.timeWindow).with({ details: [retryInfo(ttl)] })
-    }
+    before: (context, call) => spend(keyOf(context, call.request)),
+    // Connections are limited too: each upgrade spends from the client IP's own budget of
+    // upgrades (the same max per window), apart from its calls.
+    onUpgrade: (request) => spend(`upgrade:${request.ip}`)
   }
 }
