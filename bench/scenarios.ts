@@ -8,7 +8,7 @@ import { Samples, percentile, type Figure } from './harness/stats.js'
 import { checkAnswer, measureHttp } from './load/http.js'
 import { measureSse } from './load/sse.js'
 import { closeSocket, dropAll, measurePipeline, measureWsStream, openIdle, openSocket, sequentialLatencies } from './load/ws.js'
-import { JSONRPC_PATH, REST_PATH } from './servers/a2a-js.js'
+import { PEER_JSONRPC_PATH, PEER_REST_PATH } from './servers/common.js'
 
 export interface Plan {
   mode: 'full' | 'quick'
@@ -53,10 +53,10 @@ export async function httpUnary (plan: Plan): Promise<Record<HttpFigureName, Fig
     const ceiling = servers['bare-fastify']
     const targets: Array<{ name: HttpTarget, server: BenchServer, url: string, body: string, expect: (text: string) => boolean }> = [
       { name: 'p1.ours', server: ours, url: ours.origin + '/', body: rpcBody, expect: completed },
-      { name: 'p1.peer', server: peer, url: peer.origin + JSONRPC_PATH, body: rpcBody, expect: completed },
+      { name: 'p1.peer', server: peer, url: peer.origin + PEER_JSONRPC_PATH, body: rpcBody, expect: completed },
       { name: 'p1.ceiling', server: ceiling, url: ceiling.origin + '/', body: rpcBody, expect: (text: string) => text.includes('"ok":true') },
       { name: 'rest.ours', server: ours, url: ours.origin + '/message:send', body: restBody, expect: completed },
-      { name: 'rest.peer', server: peer, url: peer.origin + REST_PATH + '/message:send', body: restBody, expect: completed }
+      { name: 'rest.peer', server: peer, url: peer.origin + PEER_REST_PATH + '/message:send', body: restBody, expect: completed }
     ]
     const load = (target: typeof targets[number], durationSec: number) =>
       measureHttp({ url: target.url, body: target.body, headers: JSON_HEADERS, connections: plan.httpConnections, durationSec })
@@ -159,7 +159,7 @@ export async function streaming (plan: Plan): Promise<StreamResults> {
     const bindings = [
       { name: 'p3.ws', chunks: plan.streamChunks, run: (chunks: number) => overWebSocket(chunks) },
       { name: 'p3.sse', chunks: plan.streamChunks, run: (chunks: number) => overSse(ours + '/', chunks, true) },
-      { name: 'p3.peer', chunks: plan.peerStreamChunks, run: (chunks: number) => overSse(servers['a2a-js'].origin + JSONRPC_PATH, chunks, false) }
+      { name: 'p3.peer', chunks: plan.peerStreamChunks, run: (chunks: number) => overSse(servers['a2a-js'].origin + PEER_JSONRPC_PATH, chunks, false) }
     ] as const
     const failures: Record<string, string> = {}
     // A stream that fails (STREAM_LAGGED, say) is a result to report, not a reason to stop the bench.

@@ -1,7 +1,7 @@
 // One bench server per process: `node server.js <kind>`, started by harness/servers.ts
 // with an IPC channel. It reports its port once it listens on 127.0.0.1 and answers
 // requests for its CPU time and (after a full GC, which --expose-gc allows) its memory. SIGTERM exits through process.exit so that --cpu-prof writes its profile.
-import type { StartedServer } from './servers/types.js'
+import type { StartedServer } from './servers/common.js'
 import type { ServerKind, ServerMessage, ParentMessage } from './harness/protocol.js'
 
 const starters: Record<ServerKind, () => Promise<{ start (): Promise<StartedServer> }>> = {

@@ -10,10 +10,7 @@ import {
   AgentEvent, DefaultRequestHandler, InMemoryTaskStore, type AgentExecutor, type ExecutionEventBus, type RequestContext
 } from '@a2a-js/sdk/server'
 import { UserBuilder, jsonRpcHandler, restHandler } from '@a2a-js/sdk/server/express'
-import type { StartedServer } from './types.js'
-
-export const JSONRPC_PATH = '/jsonrpc'
-export const REST_PATH = '/rest'
+import { PEER_JSONRPC_PATH, PEER_REST_PATH, type StartedServer } from './common.js'
 
 const textPart = (text: string): Part => ({ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: '' })
 const artifact = (artifactId: string, text: string): Artifact => ({
@@ -59,8 +56,8 @@ export async function start (): Promise<StartedServer> {
     name: 'a2a-js bench echo agent',
     description: 'Echoes the message in an artifact; `stream <N>` appends N chunks.',
     supportedInterfaces: [
-      { url: base + JSONRPC_PATH, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' },
-      { url: base + REST_PATH, protocolBinding: 'HTTP+JSON', tenant: '', protocolVersion: '1.0' }
+      { url: base + PEER_JSONRPC_PATH, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' },
+      { url: base + PEER_REST_PATH, protocolBinding: 'HTTP+JSON', tenant: '', protocolVersion: '1.0' }
     ],
     provider: undefined,
     version: '1.0.0',
@@ -73,7 +70,7 @@ export async function start (): Promise<StartedServer> {
     signatures: []
   }
   const requestHandler = new DefaultRequestHandler(card, new InMemoryTaskStore(), echoAgent)
-  app.use(JSONRPC_PATH, jsonRpcHandler({ requestHandler, userBuilder: UserBuilder.noAuthentication }))
-  app.use(REST_PATH, restHandler({ requestHandler, userBuilder: UserBuilder.noAuthentication }))
+  app.use(PEER_JSONRPC_PATH, jsonRpcHandler({ requestHandler, userBuilder: UserBuilder.noAuthentication }))
+  app.use(PEER_REST_PATH, restHandler({ requestHandler, userBuilder: UserBuilder.noAuthentication }))
   return { port }
 }

@@ -1,7 +1,7 @@
 // The HTTP ceiling: a bare Fastify route that parses the same JSON request body and
 // answers a small JSON body. No A2A work at all, so nothing an A2A server can beat.
 import Fastify from 'fastify'
-import type { StartedServer } from './types.js'
+import type { StartedServer } from './common.js'
 
 export async function start (): Promise<StartedServer> {
   const fastify = Fastify()

@@ -1,7 +1,7 @@
 // The WebSocket ceiling: a bare `ws` server that sends every text frame straight back.
 import { once } from 'node:events'
 import { WebSocketServer } from 'ws'
-import type { StartedServer } from './types.js'
+import type { StartedServer } from './common.js'
 
 export async function start (): Promise<StartedServer> {
   const server = new WebSocketServer({ host: '127.0.0.1', port: 0 })

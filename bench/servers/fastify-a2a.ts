@@ -3,7 +3,7 @@
 import Fastify from 'fastify'
 import { a2aWebSocket } from '../../lib/index.js'
 import { conformanceAgent, conformanceCard } from '../../examples/agent.js'
-import type { StartedServer } from './types.js'
+import type { StartedServer } from './common.js'
 
 export async function start (): Promise<StartedServer> {
   const fastify = Fastify()
