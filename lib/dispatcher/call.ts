@@ -44,6 +44,20 @@ export const methods: ReadonlyMap<string, MethodSpec> = new Map([
 
 const SUPPORTED_VERSION = /^1\.0(\.\d+)?$/
 
+/**
+ * Throws VersionNotSupported unless `version` (the requested A2A-Version, undefined when
+ * absent) is served. A missing version means 0.3 (spec §3.6.2) unless `allowMissing`.
+ */
+export function checkVersion (version: string | undefined, allowMissing: boolean): void {
+  if (version === undefined) {
+    if (allowMissing) return
+    throw new VersionNotSupportedError('0.3 (no A2A-Version was sent)').with({ metadata: { requestedVersion: '0.3', supportedVersions: '1.0' } })
+  }
+  if (!SUPPORTED_VERSION.test(version)) {
+    throw new VersionNotSupportedError(version).with({ metadata: { requestedVersion: version, supportedVersions: '1.0' } })
+  }
+}
+
 /** The context of a call made by an HTTP request: its headers as service parameters, plus `:path`. */
 export function httpCallContext (binding: string, method: string, request: FastifyRequest, tenant = ''): CallContext {
   const serviceParams = serviceParamsFromHeaders(request.raw.rawHeaders)
@@ -117,7 +131,7 @@ export class CallRunner {
       for (const interceptor of this.#options.interceptors) await interceptor.before?.(context, call)
       const checked = spec.validate.check(params ?? {})
       if (!checked.ok) throw invalidParams(checked.violations)
-      this.#checkVersion(version)
+      checkVersion(version, this.#options.allowMissingVersion)
       context.extensions = this.#activate(context.extensions)
       const tenant = (checked.value as { tenant?: unknown }).tenant
       if (context.tenant === '' && typeof tenant === 'string') context.tenant = tenant
@@ -160,17 +174,6 @@ export class CallRunner {
           .then(() => interceptor.onComplete?.(context, outcome, call))
           .catch((error: unknown) => this.#options.logger.error({ err: error }, 'interceptor onComplete failed'))
       }
-    }
-  }
-
-  #checkVersion (version: string | undefined): void {
-    if (version === undefined) {
-      // A missing A2A-Version means 0.3 (spec §3.6.2).
-      if (this.#options.allowMissingVersion) return
-      throw new VersionNotSupportedError('0.3 (no A2A-Version was sent)').with({ metadata: { requestedVersion: '0.3', supportedVersions: '1.0' } })
-    }
-    if (!SUPPORTED_VERSION.test(version)) {
-      throw new VersionNotSupportedError(version).with({ metadata: { requestedVersion: version, supportedVersions: '1.0' } })
     }
   }
 

@@ -10,18 +10,18 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { WebSocket } from 'ws'
 import type {} from '@fastify/websocket'
 import {
-  OriginNotAllowedError, UnavailableError, VersionNotSupportedError, errorHeaders, toA2AError, toRestError, type A2AError
+  OriginNotAllowedError, UnavailableError, errorHeaders, toA2AError, toRestError, type A2AError
 } from '../errors/index.js'
 import type { Identity } from '../interceptors/auth.js'
 import type { A2AInterceptor } from '../interceptors/types.js'
 import { requestedExtensions, requestedVersion, serviceParamsFromHeaders, type ServiceParams } from '../service-params.js'
+import { checkVersion } from './call.js'
 import { A2A_V1_SUBPROTOCOL, type ConnectionInfo, type WebSocketLike, type WebSocketServer } from './websocket-connection.js'
 
 export { WEBSOCKET_BINDING_URI } from './websocket-connection.js'
 
 /** This binding has no resumption, and the upgrade's headers reach every call (seed 000 §2). */
 const DROPPED_HEADERS = new Set(['last-event-id'])
-const SUPPORTED_VERSION = /^1\.0(\.\d+)?$/
 
 export interface WebSocketDispatcherOptions {
   server: WebSocketServer
@@ -83,11 +83,13 @@ export async function webSocketDispatcher (fastify: FastifyInstance, options: We
     const serviceParams = serviceParamsFromHeaders(request.raw.rawHeaders, DROPPED_HEADERS)
     const version = requestedVersion(serviceParams, request.query)
     // a2a.v1 reads the version of each request, which may bring its own (seed 001).
-    if (protocol === undefined && (version === undefined ? !options.allowMissingVersion : !SUPPORTED_VERSION.test(version))) {
-      const requested = version ?? '0.3'
-      await refuse(reply, new VersionNotSupportedError(version ?? '0.3 (no A2A-Version was sent)')
-        .with({ metadata: { requestedVersion: requested, supportedVersions: '1.0' } }))
-      return
+    if (protocol === undefined) {
+      try {
+        checkVersion(version, options.allowMissingVersion)
+      } catch (error) {
+        await refuse(reply, toA2AError(error))
+        return
+      }
     }
     let identity: string | undefined
     try {
