@@ -90,6 +90,30 @@ t.test('a held task with an SSE stream no longer keeps close() waiting past the 
   t.same(server.fastify.a2a.lastShutdownReport, { drained: 0, cancelled: 1, abandoned: 0, streamsEnded: 0, webSocketsClosed: 0 })
 })
 
+t.test('shutdown calls the executor\'s cancel hook for every execution it cancels, as CancelTask does', async t => {
+  const cancelled: Array<{ taskId: string, state: string | undefined, aborted: boolean }> = []
+  const executor: AgentExecutor = {
+    async execute (_context, events) {
+      await events.working()
+      await new Promise(() => {})
+    },
+    async cancel (context, events) {
+      cancelled.push({ taskId: context.taskId, state: context.task?.status.state, aborted: context.signal.aborted })
+      await events.canceled('stopped by the cancel hook')
+    }
+  }
+  const server = await startServer({ executor, shutdown: { completionGrace: 0, taskGrace: 1000 } })
+  const open = await openSse(`${server.origin}/message:stream`, 'POST', { message: userMessage('anything') }, 2)
+  const taskId: string = open.events[0]?.data.task.id
+  await server.close()
+  await open.ended
+  t.same(cancelled, [{ taskId, state: 'TASK_STATE_WORKING', aborted: true }], 'the hook saw the task as stored, with the signal already aborted')
+  const last = open.events.at(-1)?.data.statusUpdate?.status
+  t.equal(last?.state, 'TASK_STATE_CANCELED')
+  t.same(last?.message?.parts, [{ text: 'stopped by the cancel hook' }], 'the terminal event is the hook\'s')
+  t.same(server.fastify.a2a.lastShutdownReport, { drained: 0, cancelled: 0, abandoned: 1, streamsEnded: 0, webSocketsClosed: 0 }, 'execute() never returned: abandoned after taskGrace')
+})
+
 t.test('shutdown options: websocket.closeGrace is the older name of completionGrace', async t => {
   await t.rejects(startServer({ shutdown: { taskGrace: -1 } }), InvalidOptionError)
   await t.rejects(startServer({ shutdown: { completionGrace: 1.5 } }), InvalidOptionError)

@@ -110,6 +110,8 @@ interface Execution {
   pushConfig?: StoredPushConfig
   /** Aborted by `executorTimeout`: the task ends FAILED, not CANCELED. */
   timedOut: boolean
+  /** What the executor was called with; shutdown hands it to the `cancel` hook. */
+  context?: ExecutionContext
 }
 
 /**
@@ -220,16 +222,32 @@ export class RequestHandler {
     return this.#streams.size
   }
 
-  /** Shutdown: aborts the signal of every running execution (its task then ends CANCELED); returns how many. */
+  /**
+   * Shutdown: aborts the signal of every running execution and calls the executor's
+   * `cancel` hook for it, as CancelTask does (its task then ends CANCELED); returns how many.
+   */
   abortExecutions (): number {
     let count = 0
     for (const run of this.#runs.values()) {
       for (const execution of run.executions) {
         execution.controller.abort()
+        void this.#cancelOnShutdown(execution)
         count++
       }
     }
     return count
+  }
+
+  async #cancelOnShutdown (execution: Execution): Promise<void> {
+    const { cancel } = this.#options.executor
+    if (cancel === undefined || execution.context === undefined) return
+    const { run } = execution
+    try {
+      const task = await this.#options.taskStore.get(run.taskId, run.scope)
+      await cancel({ ...execution.context, task: task === undefined ? undefined : projectTask(task) }, this.#eventsFor(execution))
+    } catch (error) {
+      this.#options.logger.error({ err: error, taskId: run.taskId }, 'executor cancel failed')
+    }
   }
 
   /**
@@ -461,7 +479,7 @@ export class RequestHandler {
         throw error
       }
     }
-    const executionContext = this.#executionContext(execution, taskAtStart, context, params)
+    const executionContext = execution.context = this.#executionContext(execution, taskAtStart, context, params)
     const done = this.#execute(execution, executionContext)
     done.catch(() => {})
     return { taskId, scope, run, done, unsubscribe: () => unsubscribe() }
