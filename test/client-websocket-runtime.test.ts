@@ -2,29 +2,12 @@
 // global from Node 22, behind --experimental-websocket on Node 20, run here in a child
 // process) gets the service parameters as upgrade headers; a refused upgrade, whose
 // status the standard API does not expose, is a ConnectionError.
-import { spawn } from 'node:child_process'
-import { once } from 'node:events'
 import t from 'tap'
+import { withGlobalWebSocket } from './helpers/global-websocket.js'
 import { startServer } from './helpers/server.js'
 
 const server = await startServer()
 t.teardown(() => server.close())
-
-/** Runs `script` (an ES module body) under the TypeScript loader with Node's global WebSocket; resolves with what it printed. */
-async function withGlobalWebSocket (script: string): Promise<any> {
-  const loader = process.execArgv.filter(arg => arg.includes('@tapjs/typescript'))
-  const child = spawn(process.execPath, [...loader, '--experimental-websocket', '--no-warnings', '--input-type=module', '-e', script], {
-    env: { ...process.env, AGENT_WS: server.origin.replace('http', 'ws') },
-    stdio: ['ignore', 'pipe', 'pipe']
-  })
-  let stdout = ''
-  let stderr = ''
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk })
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
-  const [code] = await once(child, 'exit')
-  if (code !== 0) throw new Error(`the child failed (${code}): ${stderr}`)
-  return JSON.parse(stdout)
-}
 
 t.test("Node's global WebSocket: headers at the upgrade; a refused upgrade is a ConnectionError", async t => {
   const seen = await withGlobalWebSocket(`
@@ -41,7 +24,7 @@ t.test("Node's global WebSocket: headers at the upgrade; a refused upgrade is a 
       params: answer.task.artifacts[0].parts[0].data,
       refused: { name: refused.name, closeCode: refused.closeCode, retryable: refused.retryable, message: refused.message }
     }))
-  `)
+  `, { AGENT_WS: server.origin.replace('http', 'ws') })
   t.equal(seen.constructed, 2)
   t.match(seen.params, { 'a2a-version': '1.0', 'x-runtime': 'undici', ':path': '/' })
   t.same(seen.refused, {

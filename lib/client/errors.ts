@@ -1,11 +1,17 @@
 // The errors a client call can fail with, and how each binding's error shapes map onto
 // them (seed 000 §6): an A2A / JSON-RPC error is an `A2AClientError`; a refused upgrade,
 // an HTTP 401/403, and the WebSocket binding's UNAUTHENTICATED / PERMISSION_DENIED frame
-// are all an `UnexpectedStatusError` with the HTTP status, whatever the binding.
+// are all an `UnexpectedStatusError` with the HTTP status, whatever the binding. A closed
+// WebSocket fails the calls still on it by close code (closeError): seed 001's 4001 and
+// 4002 have classes of their own.
 
 const TYPE_PREFIX = 'type.googleapis.com/google.rpc.'
 /** The WebSocket binding's own ErrorInfo domain (seed 000 §5, §6). */
 export const BINDING_DOMAIN = 'a2a-rust.com'
+
+/** Seed 001's close codes with a class of their own. */
+const CLOSE_AUTHENTICATION_REQUIRED = 4001
+const CLOSE_VERSION_NOT_SUPPORTED = 4002
 
 export type ErrorDetail = { '@type': string, [key: string]: unknown }
 
@@ -109,6 +115,46 @@ export class StreamIncompleteError extends ConnectionError {
   }
 }
 
+/**
+ * The a2a.v1 connection was closed with 4001 (seed 001): the agent no longer accepts its
+ * credential. The call that was refused got its own error (an UnexpectedStatusError 401);
+ * every other call on the connection fails with this. Not retryable: authenticate again.
+ */
+export class AuthenticationRequiredError extends ConnectionError {
+  constructor (message: string) {
+    super(message, { retryable: false, closeCode: CLOSE_AUTHENTICATION_REQUIRED })
+  }
+}
+
+/**
+ * The a2a.v1 connection was closed with 4002 (seed 001): a call asked for an A2A version
+ * the agent does not support. That call got its own A2AClientError (-32009); every other
+ * call on the connection fails with this. Not retryable.
+ */
+export class UnsupportedVersionError extends ConnectionError {
+  constructor (message: string) {
+    super(message, { retryable: false, closeCode: CLOSE_VERSION_NOT_SUPPORTED })
+  }
+}
+
+/**
+ * The server accepted the upgrade (101) without selecting the subprotocol the dialect needs (or
+ * selected another): it does not speak that dialect at this URL. Not retryable.
+ */
+export class SubprotocolMismatchError extends ConnectionError {
+  /** The subprotocol offered; '' for none (seed 000). */
+  readonly expected: string
+  /** The one the server selected; '' for none. */
+  readonly selected: string
+
+  constructor (url: string, expected: string, selected: string) {
+    const what = (name: string) => name === '' ? 'no subprotocol' : `the subprotocol ${name}`
+    super(`${url} selected ${what(selected)} where ${what(expected)} was asked for: the agent does not speak this dialect there`, { retryable: false })
+    this.expected = expected
+    this.selected = selected
+  }
+}
+
 /** The call's timeout passed before it finished. */
 export class CallTimeoutError extends ClientError {
   constructor (readonly timeoutMs: number) {
@@ -150,6 +196,31 @@ function retryDelay (details: ErrorDetail[]): number | undefined {
   const info = details.find(detail => detail['@type'] === `${TYPE_PREFIX}RetryInfo`)
   const match = typeof info?.retryDelay === 'string' ? /^(\d+(?:\.\d+)?)s$/.exec(info.retryDelay) : null
   return match === null ? undefined : Number(match[1]) * 1000
+}
+
+/**
+ * Closes after which the same call would fail again (RFC 6455 §7.4.1, seed 001): the agent
+ * could not read what this client sent (1002 not JSON, 1003 binary, 4000 no frame of the
+ * dialect) or it was too large (1009). Any other close (1001 going away, 1006 dropped, 1008
+ * the message rate, 1011, 1013 try again later) leaves the call worth making again.
+ */
+const FINAL_CLOSES = new Set([1002, 1003, 1009, 4000])
+
+/** What a stream had received when its connection closed. */
+export interface StreamProgress {
+  taskId: string | undefined
+  received: number
+}
+
+/** The error of a call whose connection closed before its answer (`stream`: before its end), by close code. */
+export function closeError (code: number, reason: string, stream?: StreamProgress): ConnectionError {
+  const closed = `the connection closed (${reason === '' ? code : `${code} ${reason}`})`
+  const before = stream === undefined ? 'before the answer arrived' : `after ${stream.received} events, before the stream ended`
+  if (code === CLOSE_AUTHENTICATION_REQUIRED) return new AuthenticationRequiredError(`${closed} ${before}: the agent wants a new credential`)
+  if (code === CLOSE_VERSION_NOT_SUPPORTED) return new UnsupportedVersionError(`${closed} ${before}: a call asked for an A2A version the agent does not support`)
+  const options = { closeCode: code, retryable: !FINAL_CLOSES.has(code) }
+  if (stream === undefined) return new ConnectionError(`${closed} ${before}`, options)
+  return new StreamIncompleteError(`${closed} ${before}`, stream.taskId, stream.received, options)
 }
 
 /** The refusals of seed 000 §6: the HTTP status each one stands for. */

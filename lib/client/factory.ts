@@ -1,7 +1,10 @@
 // Making a client from an agent's address: read its card (spec §8.2), pick the first
-// interface of the preference list it offers, and open the matching transport.
+// interface of the preference list it offers, and open the matching transport. The
+// WebSocket binding's two dialects are two interfaces of the card: seed 000 under its URI,
+// a2a.v1 as `WEBSOCKET`.
 import type { AgentCard, AgentInterface } from '../schema/wire.js'
 import { A2AClient } from './client.js'
+import { A2A_V1_BINDING } from './dialects/a2a-v1.js'
 import { ClientError, ConnectionError, UnexpectedStatusError, parseBody } from './errors.js'
 import type { Transport, TransportOptions } from './transport.js'
 import { JSONRPC_BINDING, JsonRpcTransport } from './transports/jsonrpc.js'
@@ -13,8 +16,9 @@ export const AGENT_CARD_PATH = '/.well-known/agent-card.json'
 
 export interface ClientFactoryOptions extends TransportOptions {
   /**
-   * `protocolBinding`s in the order to try them. Default: WebSocket first when the runtime
-   * has a WebSocket or one is injected, then JSON-RPC, then HTTP+JSON.
+   * `protocolBinding`s in the order to try them. Default: WebSocket (seed 000) first when
+   * the runtime has a WebSocket or one is injected, then JSON-RPC, then HTTP+JSON. Name
+   * `WEBSOCKET` for the a2a.v1 dialect.
    */
   preferences?: string[]
   /** Use this card instead of fetching one. */
@@ -70,13 +74,16 @@ export function createTransport (agentInterface: AgentInterface, options: Client
   const common = { url: agentInterface.url, serviceParams: options.serviceParams, timeout: options.timeout }
   switch (agentInterface.protocolBinding) {
     case WEBSOCKET_BINDING_URI:
-      return new WebSocketTransport({ ...common, WebSocket: options.WebSocket, maxPending: options.maxPending, connectTimeout: options.connectTimeout })
+    case A2A_V1_BINDING: {
+      const dialect = agentInterface.protocolBinding === A2A_V1_BINDING ? 'a2a.v1' : 'seed000'
+      return new WebSocketTransport({ ...common, dialect, WebSocket: options.WebSocket, maxPending: options.maxPending, connectTimeout: options.connectTimeout })
+    }
     case JSONRPC_BINDING:
       return new JsonRpcTransport({ ...common, fetch: options.fetch })
     case REST_BINDING:
       return new RestTransport({ ...common, fetch: options.fetch })
     default:
-      throw new NoSupportedInterfaceError([agentInterface.protocolBinding], [WEBSOCKET_BINDING_URI, JSONRPC_BINDING, REST_BINDING])
+      throw new NoSupportedInterfaceError([agentInterface.protocolBinding], [WEBSOCKET_BINDING_URI, A2A_V1_BINDING, JSONRPC_BINDING, REST_BINDING])
   }
 }
 

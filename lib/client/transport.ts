@@ -21,6 +21,12 @@ export interface CallOptions {
   signal?: AbortSignal
   /** Give the call up after this many ms (for a stream: until it ends) with a CallTimeoutError. */
   timeout?: number
+  /**
+   * Service parameters of this call only, over the transport's (names compared ignoring
+   * case): request headers over HTTP, the frame's `serviceParams` on WebSocket a2a.v1
+   * (which a browser can send too). Seed 000 has only the upgrade's: there they are a TypeError.
+   */
+  serviceParams?: Record<string, string>
 }
 
 export interface Transport {
@@ -40,7 +46,7 @@ export interface TransportOptions {
   /**
    * Service parameters (spec §3.2.6) sent as HTTP headers: `Authorization`, `A2A-Extensions`, …
    * `A2A-Version` defaults to 1.0. On WebSocket they go with the upgrade and hold for the
-   * whole connection (seed 000 §2).
+   * whole connection (seed 000 §2); a call's own `serviceParams` go over them.
    */
   serviceParams?: Record<string, string>
   /** Default timeout of a unary call, in ms; streams have none unless a call sets one. Default: none. */
@@ -53,6 +59,24 @@ export const A2A_VERSION = '1.0'
 export function withVersion (serviceParams: Record<string, string> = {}): Record<string, string> {
   const named = Object.keys(serviceParams).some(name => name.toLowerCase() === 'a2a-version')
   return named ? { ...serviceParams } : { 'A2A-Version': A2A_VERSION, ...serviceParams }
+}
+
+/** `over` on top of `base`, names compared ignoring case (they are HTTP header names). */
+export function mergeServiceParams (base: Record<string, string> = {}, over: Record<string, string> = {}): Record<string, string> {
+  const replaced = new Set(Object.keys(over).map(name => name.toLowerCase()))
+  return { ...Object.fromEntries(Object.entries(base).filter(([name]) => !replaced.has(name.toLowerCase()))), ...over }
+}
+
+const lowercased = (params: Record<string, string> = {}) => Object.fromEntries(Object.entries(params).map(([name, value]) => [name.toLowerCase(), value]))
+
+/**
+ * The `serviceParams` of an a2a.v1 request: the call's own, lowercased as in seed 001's
+ * frames, with the version the call names, else the transport's, else 1.0. The
+ * transport's other parameters went with the upgrade, under these.
+ */
+export function requestServiceParams (transport: Record<string, string> | undefined, call: Record<string, string> | undefined): Record<string, string> {
+  const own = lowercased(call)
+  return { 'a2a-version': own['a2a-version'] ?? lowercased(transport)['a2a-version'] ?? A2A_VERSION, ...own }
 }
 
 const TERMINAL = new Set(['TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_CANCELED', 'TASK_STATE_REJECTED'])

@@ -2,8 +2,12 @@
 // API. The constructor is the one injected, else the global (browsers, Node ≥ 22), else
 // the `ws` package, imported on demand on Node 20 only. Service parameters travel as
 // upgrade headers where the runtime can send them (Node); a browser cannot, so there the
-// version goes as `?A2A-Version=` (seed 000 §2) and anything else is refused up front.
-import { ConnectionError, UnexpectedStatusError, parseBody } from './errors.js'
+// version goes as `?A2A-Version=` (seed 000 §2) and anything else is refused up front
+// (a call's own parameters, which a2a.v1 sends in its frame, are not upgrade headers and
+// are not refused). The subprotocol the dialect offers must be the one the server selects:
+// over `ws` another answer is a SubprotocolMismatchError; the standard API fails such an
+// upgrade without saying why.
+import { ConnectionError, SubprotocolMismatchError, UnexpectedStatusError, parseBody } from './errors.js'
 import { withVersion } from './transport.js'
 
 /** The part of the standard WebSocket API the transport uses (a browser's, Node's, or `ws`). */
@@ -20,14 +24,16 @@ export interface OpenOptions {
   url: string
   serviceParams?: Record<string, string>
   WebSocket?: WebSocketConstructor
-  subprotocols: readonly string[]
+  /** The subprotocol to offer, which the server must select; '' for none. */
+  subprotocol: string
   /** ms to wait for the upgrade. */
   connectTimeout: number
 }
 
-/** The `ws` package's extras the handshake reads: the refused response. */
+/** The `ws` package's extras the handshake reads: the refused response, and the 101's headers. */
 interface WsSocket extends WebSocketLike {
   on (event: 'unexpected-response', listener: (request: { destroy (): void }, response: NodeResponse) => void): void
+  on (event: 'upgrade', listener: (response: NodeResponse) => void): void
 }
 interface NodeResponse {
   statusCode?: number
@@ -47,7 +53,7 @@ function isWsPackage (constructor: WebSocketConstructor): boolean {
   return typeof (constructor.prototype as { ping?: unknown }).ping === 'function'
 }
 
-/** Outside Node the upgrade carries no headers: any service parameter but the version is refused up front. */
+/** Outside Node the upgrade carries no headers: any of the transport's service parameters but the version is refused up front. */
 export function checkServiceParams (serviceParams: Record<string, string> = {}): void {
   if (isNode) return
   const others = Object.keys(serviceParams).filter(name => name.toLowerCase() !== 'a2a-version')
@@ -74,7 +80,7 @@ async function resolveConstructor (injected?: WebSocketConstructor): Promise<Web
 
 function construct (Constructor: WebSocketConstructor, options: OpenOptions): WebSocketLike {
   const headers = withVersion(options.serviceParams)
-  const protocols = [...options.subprotocols]
+  const protocols = options.subprotocol === '' ? [] : [options.subprotocol]
   if (isNode) {
     // `ws` takes (url, protocols, options); Node's own (undici) takes (url, { protocols, headers }).
     return isWsPackage(Constructor) ? new Constructor(options.url, protocols, { headers }) : new Constructor(options.url, { protocols, headers })
@@ -103,8 +109,9 @@ export async function openWebSocket (options: OpenOptions): Promise<WebSocketLik
       settle(new ConnectionError(`the WebSocket upgrade to ${options.url} did not complete within ${options.connectTimeout} ms`))
       socket.close()
     }, options.connectTimeout)
-    // The standard API does not expose a refused upgrade's status: a 401/403/400/503 and a
-    // network failure look the same, an error and a close (1006) without an open.
+    // The standard API does not expose a refused upgrade's status, nor a subprotocol that
+    // does not match (it fails that upgrade itself, WHATWG WebSockets §4): a 401/403/400/503,
+    // a mismatch and a network failure look the same, an error and a close (1006) without an open.
     const failed = (closeCode: number) => settle(new ConnectionError(
       `the WebSocket connection to ${options.url} closed (${closeCode}) before it opened: the server refused the upgrade or could not be reached`,
       { closeCode }
@@ -114,7 +121,14 @@ export async function openWebSocket (options: OpenOptions): Promise<WebSocketLik
     socket.addEventListener('error', () => failed(ABNORMAL_CLOSURE))
     socket.addEventListener('close', (event: { code: number }) => failed(event.code))
     if (isWsPackage(Constructor)) {
-      (socket as WsSocket).on('unexpected-response', (request, response) => {
+      const ws = socket as WsSocket
+      // `ws` fails an upgrade whose subprotocol does not match with a bare error: the 101's header says why.
+      ws.on('upgrade', (response) => {
+        const header = response.headers['sec-websocket-protocol']
+        const selected = typeof header === 'string' ? header : ''
+        if (selected !== options.subprotocol) settle(new SubprotocolMismatchError(options.url, options.subprotocol, selected))
+      })
+      ws.on('unexpected-response', (request, response) => {
         let text = ''
         response.setEncoding('utf8')
         response.on('data', (chunk) => { text += chunk })

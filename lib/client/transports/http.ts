@@ -4,7 +4,7 @@ import type { StreamResponse } from '../../schema/wire.js'
 import { deadline, type Deadline } from '../deadline.js'
 import { ConnectionError, InvalidResponseError, StreamIncompleteError } from '../errors.js'
 import { readSse, type SseEvent } from '../sse.js'
-import { canEndStream, isFinalEvent, taskIdOf, withVersion, type CallOptions, type TransportOptions } from '../transport.js'
+import { canEndStream, isFinalEvent, mergeServiceParams, taskIdOf, withVersion, type CallOptions, type TransportOptions } from '../transport.js'
 
 export interface HttpTransportOptions extends TransportOptions {
   /** The interface's URL (for HTTP+JSON the base the routes hang off, tenant excluded). */
@@ -20,8 +20,9 @@ export function fetcher (options: HttpTransportOptions): Fetch {
   return options.fetch ?? ((input, init) => globalThis.fetch(input, init))
 }
 
-export function requestHeaders (options: HttpTransportOptions, extra: Record<string, string>): Record<string, string> {
-  return { ...withVersion(options.serviceParams), ...extra }
+/** The transport's service parameters, the call's over them, then the binding's own headers. */
+export function requestHeaders (options: HttpTransportOptions, call: CallOptions, extra: Record<string, string>): Record<string, string> {
+  return { ...withVersion(mergeServiceParams(options.serviceParams, call.serviceParams)), ...extra }
 }
 
 /** fetch under the call's deadline: an abort rethrows its reason, anything else is a ConnectionError. */

@@ -48,7 +48,7 @@ export class JsonRpcTransport implements Transport {
   async call (method: UnaryMethod, params: object, options: CallOptions = {}): Promise<unknown> {
     const call = deadline(options, this.#options.timeout)
     try {
-      const response = await this.#post(method, params, 'application/json', call)
+      const response = await this.#post(method, params, options, 'application/json', call)
       return await answerOf(response, call)
     } finally {
       call.dispose()
@@ -57,7 +57,7 @@ export class JsonRpcTransport implements Transport {
 
   stream (method: StreamMethod, params: object, options: CallOptions = {}): AsyncIterableIterator<StreamResponse> {
     return sseStream({
-      open: (call) => this.#post(method, params, 'text/event-stream, application/json', call),
+      open: (call) => this.#post(method, params, options, 'text/event-stream, application/json', call),
       decode: (event: SseEvent) => resultOf(JSON.parse(event.data)) as StreamResponse,
       refused: async (response, call) => {
         await answerOf(response, call)
@@ -68,10 +68,10 @@ export class JsonRpcTransport implements Transport {
 
   async close (): Promise<void> {}
 
-  #post (method: string, params: object, accept: string, call: Deadline): Promise<Response> {
+  #post (method: string, params: object, options: CallOptions, accept: string, call: Deadline): Promise<Response> {
     return send(this.#fetch, this.url, {
       method: 'POST',
-      headers: requestHeaders(this.#options, { 'content-type': 'application/json', accept }),
+      headers: requestHeaders(this.#options, options, { 'content-type': 'application/json', accept }),
       body: JSON.stringify({ jsonrpc: '2.0', id: ++this.#nextId, method, params })
     }, call)
   }

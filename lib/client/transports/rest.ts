@@ -71,7 +71,7 @@ export class RestTransport implements Transport {
   async call (method: UnaryMethod, params: object, options: CallOptions = {}): Promise<unknown> {
     const call = deadline(options, this.#options.timeout)
     try {
-      const response = await this.#send(method, params, A2A_JSON, call)
+      const response = await this.#send(method, params, options, A2A_JSON, call)
       if (!response.ok) await failure(response, call)
       return parseBody(await readText(response, call))
     } finally {
@@ -81,7 +81,7 @@ export class RestTransport implements Transport {
 
   stream (method: StreamMethod, params: object, options: CallOptions = {}): AsyncIterableIterator<StreamResponse> {
     return sseStream({
-      open: (call) => this.#send(method, params, `text/event-stream, ${A2A_JSON}`, call),
+      open: (call) => this.#send(method, params, options, `text/event-stream, ${A2A_JSON}`, call),
       decode: (event) => {
         const body = JSON.parse(event.data) as unknown
         // The stream's status is 200 already: the error body's own code is the status it stands for.
@@ -94,7 +94,7 @@ export class RestTransport implements Transport {
 
   async close (): Promise<void> {}
 
-  #send (method: UnaryMethod | StreamMethod, params: object, accept: string, call: Deadline): Promise<Response> {
+  #send (method: UnaryMethod | StreamMethod, params: object, options: CallOptions, accept: string, call: Deadline): Promise<Response> {
     const { tenant, ...fields } = params as Params
     const route = routes[method]
     const [path, rest] = route.path(fields)
@@ -102,7 +102,7 @@ export class RestTransport implements Transport {
     const hasBody = route.verb === 'POST'
     return send(this.#fetch, base + path + (hasBody ? '' : query(rest)), {
       method: route.verb,
-      headers: requestHeaders(this.#options, hasBody ? { 'content-type': A2A_JSON, accept } : { accept }),
+      headers: requestHeaders(this.#options, options, hasBody ? { 'content-type': A2A_JSON, accept } : { accept }),
       body: hasBody ? JSON.stringify(rest) : undefined
     }, call)
   }

@@ -1,31 +1,46 @@
-// The WebSocket binding's transport (seed 000): one connection at a time, opened on the
-// first call and again on the first call after it closed; calls multiplexed on it by the
-// ids the transport generates. The framing is the dialect's (dialects/seed000.ts).
+// The WebSocket binding's transport, in either dialect: seed 000 (dialects/seed000.ts,
+// the default) or a2a.v1 (dialects/a2a-v1.ts, seed 001). One connection at a time, opened
+// on the first call and again on the first call after it closed; calls multiplexed on it
+// by the ids the transport generates.
 //
-// Seed 000 has no in-band way to stop a stream. Aborting a stream (signal, timeout, or
-// leaving the loop) ends the iterator at once and drops the stream's later frames; the
-// server goes on until the stream's end, and until then the stream still counts against
-// the connection's pending calls, as it does on the server (64 in progress, seed 000 §3).
-// An aborted unary call is likewise counted until its answer arrives.
+// Aborting a stream (signal, timeout, or leaving the loop) ends the iterator at once and
+// drops the stream's later frames. On a2a.v1 the transport also sends cancelStream for
+// it; seed 000 has no way to stop it, so there the server goes on to the stream's end.
+// Either way the stream counts against the connection's pending calls until the server's
+// end arrives, as it does on the server. An aborted unary call is likewise counted until
+// its answer arrives.
 import type { StreamResponse } from '../../schema/wire.js'
 import { Channel } from '../channel.js'
 import { deadline, type Deadline } from '../deadline.js'
+import { a2aV1 } from '../dialects/a2a-v1.js'
 import type { Dialect } from '../dialects/dialect.js'
 import { seed000 } from '../dialects/seed000.js'
 import {
-  ClientError, ConnectionError, InvalidResponseError, StreamIncompleteError, TooManyPendingError, errorFromJsonRpc
+  ClientError, ConnectionError, InvalidResponseError, TooManyPendingError, closeError, errorFromJsonRpc, type StreamProgress
 } from '../errors.js'
-import { isFinalEvent, taskIdOf, type CallOptions, type StreamMethod, type Transport, type TransportOptions, type UnaryMethod } from '../transport.js'
+import {
+  isFinalEvent, requestServiceParams, taskIdOf, type CallOptions, type StreamMethod, type Transport, type TransportOptions, type UnaryMethod
+} from '../transport.js'
 import { checkServiceParams, openWebSocket, type WebSocketConstructor, type WebSocketLike } from '../websocket-runtime.js'
 
-export const WEBSOCKET_BINDING_URI = 'https://a2a-rust.com/bindings/websocket/v1'
+export { WEBSOCKET_BINDING_URI } from '../dialects/seed000.js'
+
+export type WebSocketDialectName = 'seed000' | 'a2a.v1'
+
+const DIALECTS: Record<WebSocketDialectName, Dialect> = { seed000, 'a2a.v1': a2aV1 }
 
 export interface WebSocketTransportOptions extends TransportOptions {
   /** The interface's `ws://` or `wss://` URL. */
   url: string
   /** A WebSocket class to use instead of the runtime's (e.g. `ws`'s, for its TLS options). */
   WebSocket?: WebSocketConstructor
-  /** Calls in progress at once on the connection, a stream counting until it ends. Default 64, the server's limit. */
+  /**
+   * 'seed000' (default): no subprotocol, service parameters at the upgrade only. 'a2a.v1'
+   * (seed 001): offers and requires the subprotocol `a2a.v1`, sends each call's own
+   * `serviceParams`, stops an abandoned stream with cancelStream.
+   */
+  dialect?: WebSocketDialectName
+  /** Calls in progress at once on the connection, a stream counting until it ends. Default: the server's limit, 64 on seed 000, 128 on a2a.v1. */
   maxPending?: number
   /** ms to wait for the upgrade. Default 10,000. */
   connectTimeout?: number
@@ -34,12 +49,29 @@ export interface WebSocketTransportOptions extends TransportOptions {
 /** What a call in progress does with the frames of its id. */
 interface Listener {
   result (result: unknown): void
-  /** The stream is over (its marker). */
+  /** The stream is over (seed 000's marker, a2a.v1's streamEnd). */
   complete (): void
   error (error: ClientError): void
   /** The connection closed first. */
-  cut (closeCode: number, clientClosed: boolean): void
+  cut (close: Close, clientClosed: boolean): void
 }
+
+interface Close {
+  code: number
+  reason: string
+}
+
+/** What a call sends. */
+interface Request {
+  method: string
+  stream: boolean
+  params: object
+  /** The call's own service parameters (a2a.v1). */
+  serviceParams: Record<string, string> | undefined
+}
+
+/** Gives a call up: its later frames are dropped; `stopOnServer` also stops a stream on the server, where the dialect can. */
+type GiveUp = (stopOnServer: boolean) => void
 
 /** A call in progress; one whose caller gave up has no listener, and stays until the server ends it. */
 interface Call {
@@ -53,18 +85,22 @@ interface Connection {
   calls: Map<string, Call>
   nextId: number
   /** Set once the connection has closed. */
-  closeCode?: number
+  closed?: Close
 }
 
 const CLIENT_CLOSE = 1000
-/** The server closed because a message was too large (RFC 6455 §7.4.1): the same call would fail again. */
-const MESSAGE_TOO_BIG = 1009
+
+/** A call cut by its connection's close, or by the transport's own close(). */
+function cutError (close: Close, clientClosed: boolean, stream?: StreamProgress): ConnectionError {
+  if (!clientClosed) return closeError(close.code, close.reason, stream)
+  return new ConnectionError(`the transport was closed before the ${stream === undefined ? 'answer arrived' : 'stream ended'}`, { retryable: false, closeCode: close.code })
+}
 
 export class WebSocketTransport implements Transport {
-  readonly binding = WEBSOCKET_BINDING_URI
+  readonly binding: string
   readonly url: string
   readonly #options: WebSocketTransportOptions
-  readonly #dialect: Dialect = seed000
+  readonly #dialect: Dialect
   readonly #maxPending: number
   #connection: Promise<Connection> | undefined
   #open: Connection | undefined
@@ -72,12 +108,17 @@ export class WebSocketTransport implements Transport {
   #waiting = 0
   #closed = false
 
-  /** In a browser, service parameters other than A2A-Version throw a TypeError here: a browser cannot send them. */
+  /** In a browser, service parameters other than A2A-Version throw a TypeError here: a browser cannot send them at the upgrade. */
   constructor (options: WebSocketTransportOptions) {
     checkServiceParams(options.serviceParams)
+    const name = options.dialect ?? 'seed000'
+    if (!Object.hasOwn(DIALECTS, name)) throw new TypeError(`dialect must be one of ${Object.keys(DIALECTS).join(', ')}; got ${String(name)}`)
+    const dialect = DIALECTS[name]
     this.#options = options
+    this.#dialect = dialect
+    this.binding = dialect.binding
     this.url = options.url
-    this.#maxPending = options.maxPending ?? 64
+    this.#maxPending = options.maxPending ?? dialect.maxPending
   }
 
   /** Calls in progress: waiting for the connection, answered by nothing yet, or given up by their caller but not yet ended by the server. */
@@ -100,13 +141,11 @@ export class WebSocketTransport implements Transport {
         if (error === undefined) resolve(value)
         else reject(error)
       }
-      this.#start(method, false, params, call, {
+      this.#start({ method, stream: false, params, serviceParams: options.serviceParams }, call, {
         result: (result) => settle(undefined, result),
         complete: () => settle(new InvalidResponseError(`${method} is not a stream, yet its answer was a stream's end`)),
         error: (error) => settle(error),
-        cut: (closeCode, clientClosed) => settle(clientClosed
-          ? new ConnectionError('the transport was closed before the answer arrived', { retryable: false, closeCode })
-          : new ConnectionError(`the connection closed (${closeCode}) before the answer arrived`, { closeCode, retryable: closeCode !== MESSAGE_TOO_BIG }))
+        cut: (close, clientClosed) => settle(cutError(close, clientClosed))
       }, (reason) => settle(reason))
     })
   }
@@ -119,30 +158,28 @@ export class WebSocketTransport implements Transport {
       return refused
     }
     const call = deadline(options)
-    let stop = () => {}
+    let stop: GiveUp = () => {}
     // The reader leaving the loop gives the stream up like an abort, without an error.
-    const channel = new Channel<StreamResponse>(() => finish(() => {}))
-    let received = 0
-    let taskId: string | undefined
-    stop = this.#start(method, true, params, call, {
+    const channel = new Channel<StreamResponse>(() => finish(() => {}, true))
+    const progress: StreamProgress = { taskId: undefined, received: 0 }
+    stop = this.#start({ method, stream: true, params, serviceParams: options.serviceParams }, call, {
       result: (result) => {
         const event = result as StreamResponse
-        received++
-        taskId ??= taskIdOf(event)
+        progress.received++
+        progress.taskId ??= taskIdOf(event)
         channel.push(event)
-        // Nothing can follow a final event but the marker: the reader need not wait for it.
-        if (isFinalEvent(event)) finish(() => channel.end())
+        // Nothing can follow a final event but the end: the reader need not wait for it.
+        if (isFinalEvent(event)) finish(() => channel.end(), false)
       },
-      complete: () => finish(() => channel.end()),
-      error: (error) => finish(() => channel.fail(error)),
-      cut: (closeCode, clientClosed) => finish(() => channel.fail(clientClosed
-        ? new ConnectionError('the transport was closed before the stream ended', { retryable: false, closeCode })
-        : new StreamIncompleteError(`the connection closed (${closeCode}) after ${received} events, before the stream ended`, taskId, received, { closeCode, retryable: closeCode !== MESSAGE_TOO_BIG })))
-    }, (reason) => finish(() => channel.abort(reason)))
-    function finish (end: () => void) {
+      complete: () => finish(() => channel.end(), false),
+      error: (error) => finish(() => channel.fail(error), false),
+      cut: (close, clientClosed) => finish(() => channel.fail(cutError(close, clientClosed, progress)), false)
+    }, (reason) => finish(() => channel.abort(reason), true))
+    /** `stopOnServer`: the stream is given up before its end, which the server is to be told of. */
+    function finish (end: () => void, stopOnServer: boolean) {
       call.dispose()
       end()
-      stop()
+      stop(stopOnServer)
     }
     return channel
   }
@@ -151,17 +188,20 @@ export class WebSocketTransport implements Transport {
   async close (): Promise<void> {
     this.#closed = true
     const connection = await this.#connection?.catch(() => undefined)
-    if (connection === undefined || connection.closeCode !== undefined) return
+    if (connection === undefined || connection.closed !== undefined) return
     const closed = new Promise<void>(resolve => connection.socket.addEventListener('close', () => resolve()))
     connection.socket.close(CLIENT_CLOSE)
-    this.#drop(connection, CLIENT_CLOSE, true)
+    this.#drop(connection, { code: CLIENT_CLOSE, reason: '' }, true)
     await closed
   }
 
-  /** The refusal of a call that cannot start: the transport is closed, the signal aborted, or the connection full. */
+  /** The refusal of a call that cannot start: the transport is closed, the signal aborted, the connection full, or parameters the dialect cannot send. */
   #admit (options: CallOptions): unknown {
     if (this.#closed) return new ConnectionError('the transport is closed', { retryable: false })
     if (options.signal?.aborted === true) return options.signal.reason
+    if (!this.#dialect.perRequestParams && Object.keys(options.serviceParams ?? {}).length > 0) {
+      return new TypeError('seed 000 sends service parameters with the upgrade only (§2): set them on the transport, or use the a2a.v1 dialect')
+    }
     if (this.pending >= this.#maxPending) return new TooManyPendingError(this.#maxPending)
     return undefined
   }
@@ -170,20 +210,24 @@ export class WebSocketTransport implements Transport {
    * Opens the connection if needed, then sends the request. `onAbort` runs when the
    * deadline fires first. Returns a function that gives the call up (its later frames dropped).
    */
-  #start (method: string, stream: boolean, params: object, call: Deadline, listener: Listener, onAbort: (reason: unknown) => void): () => void {
-    let connection: Connection | undefined
-    let id: string | undefined
+  #start (request: Request, call: Deadline, listener: Listener, onAbort: (reason: unknown) => void): GiveUp {
+    /** Where the request went, once it is sent. */
+    let sent: { connection: Connection, id: string } | undefined
     let stopped = false
-    const giveUp = () => {
+    const giveUp: GiveUp = (stopOnServer) => {
       if (stopped) return
       stopped = true
       call.signal.removeEventListener('abort', abort)
-      const inProgress = id === undefined ? undefined : connection?.calls.get(id)
-      if (inProgress !== undefined) inProgress.listener = undefined
+      const inProgress = sent?.connection.calls.get(sent.id)
+      if (sent === undefined || inProgress === undefined) return
+      inProgress.listener = undefined
+      // a2a.v1 stops the stream on the server; its end, still awaited, frees the slot.
+      const { cancel } = this.#dialect
+      if (stopOnServer && inProgress.stream && cancel !== undefined && sent.connection.closed === undefined) sent.connection.socket.send(cancel(sent.id))
     }
     const abort = () => {
       onAbort(call.signal.reason)
-      giveUp()
+      giveUp(true)
     }
     if (call.signal.aborted) {
       abort()
@@ -194,20 +238,21 @@ export class WebSocketTransport implements Transport {
     this.#connect().then((open) => {
       this.#waiting--
       if (stopped) return
-      if (open.closeCode !== undefined) {
+      if (open.closed !== undefined) {
         // It closed between opening and this call's turn.
-        giveUp()
-        listener.cut(open.closeCode, this.#closed)
+        giveUp(false)
+        listener.cut(open.closed, this.#closed)
         return
       }
-      connection = open
-      id = String(++open.nextId)
-      open.calls.set(id, { stream, listener })
-      open.socket.send(this.#dialect.request(id, method, params))
+      const id = String(++open.nextId)
+      sent = { connection: open, id }
+      open.calls.set(id, { stream: request.stream, listener })
+      const serviceParams = this.#dialect.perRequestParams ? requestServiceParams(this.#options.serviceParams, request.serviceParams) : undefined
+      open.socket.send(this.#dialect.request(id, request.method, request.params, serviceParams))
     }, (error: unknown) => {
       this.#waiting--
       if (stopped) return
-      giveUp()
+      giveUp(false)
       listener.error(error instanceof ClientError ? error : new ConnectionError('the connection could not be opened', { cause: error }))
     })
     return giveUp
@@ -219,14 +264,14 @@ export class WebSocketTransport implements Transport {
       url: this.url,
       serviceParams: this.#options.serviceParams,
       WebSocket: this.#options.WebSocket,
-      subprotocols: this.#dialect.subprotocols,
+      subprotocol: this.#dialect.subprotocol,
       connectTimeout: this.#options.connectTimeout ?? 10_000
     }).then((socket) => {
       const connection: Connection = { socket, calls: new Map(), nextId: 0 }
       socket.addEventListener('message', (event: { data: unknown }) => {
         if (typeof event.data === 'string') this.#receive(connection, event.data)
       })
-      socket.addEventListener('close', (event: { code: number }) => this.#drop(connection, event.code, false))
+      socket.addEventListener('close', (event: Close) => this.#drop(connection, { code: event.code, reason: event.reason }, false))
       this.#open = connection
       return connection
     }, (error: unknown) => {
@@ -251,14 +296,14 @@ export class WebSocketTransport implements Transport {
     else listener.error(errorFromJsonRpc(frame.error))
   }
 
-  #drop (connection: Connection, closeCode: number, clientClosed: boolean): void {
-    connection.closeCode ??= closeCode
+  #drop (connection: Connection, close: Close, clientClosed: boolean): void {
+    connection.closed ??= close
     if (this.#open === connection) {
       this.#open = undefined
       this.#connection = undefined
     }
     const calls = [...connection.calls.values()]
     connection.calls.clear()
-    for (const call of calls) call.listener?.cut(closeCode, clientClosed)
+    for (const call of calls) call.listener?.cut(close, clientClosed)
   }
 }
