@@ -5,7 +5,8 @@
 import { mkdir, writeFile } from 'node:fs/promises'
 import os from 'node:os'
 import { fileURLToPath } from 'node:url'
-import { buildRows, renderTable } from './report.js'
+import { clusterFanOut } from './cluster.js'
+import { buildRows, renderTable, type Row } from './report.js'
 import { httpUnary, idleConnections, streaming, webSocketUnary, type Plan } from './scenarios.js'
 import type { Figure } from './harness/stats.js'
 
@@ -44,6 +45,8 @@ const QUICK: Plan = {
 interface ScenarioResults {
   figures: Partial<Record<string, Figure>>
   failures?: Record<string, string>
+  /** Rows of a scenario that reports its own (outside issue 8's table). */
+  rows?: Row[]
 }
 
 const figuresOnly = (run: (plan: Plan) => Promise<Record<string, Figure>>) => async (plan: Plan): Promise<ScenarioResults> => ({ figures: await run(plan) })
@@ -52,7 +55,8 @@ const scenarios: Array<{ keys: string[], title: string, run: (plan: Plan) => Pro
   { keys: ['p1', 'rest'], title: 'P1 + REST: unary SendMessage over HTTP', run: figuresOnly(httpUnary) },
   { keys: ['p2'], title: 'P2: unary SendMessage over WebSocket', run: figuresOnly(webSocketUnary) },
   { keys: ['p3'], title: 'P3: streams of appended chunks', run: streaming },
-  { keys: ['p4'], title: 'P4: idle WebSocket connections', run: figuresOnly(idleConnections) }
+  { keys: ['p4'], title: 'P4: idle WebSocket connections', run: figuresOnly(idleConnections) },
+  { keys: ['cluster'], title: 'Cluster: a stream fanned out across instances (PostgreSQL, Redis)', run: clusterFanOut }
 ]
 
 const quick = process.argv.includes('--quick')
@@ -65,17 +69,19 @@ const loadBefore = os.loadavg()
 const began = Date.now()
 const figures: Partial<Record<string, Figure>> = {}
 const failures: Record<string, string> = {}
+const ownRows: Row[] = []
 for (const scenario of selected) {
   const started = Date.now()
   process.stderr.write(`${scenario.title} …`)
   const results = await scenario.run(plan)
   Object.assign(figures, results.figures)
   Object.assign(failures, results.failures)
+  ownRows.push(...results.rows ?? [])
   process.stderr.write(` ${((Date.now() - started) / 1000).toFixed(0)} s\n`)
 }
 const loadAfter = os.loadavg()
 
-const rows = buildRows(figures, failures, { ours: plan.streamChunks, peer: plan.peerStreamChunks }, plan.idleCounts)
+const rows = [...buildRows(figures, failures, { ours: plan.streamChunks, peer: plan.peerStreamChunks }, plan.idleCounts), ...ownRows]
 const loads = (values: number[]) => values.map(value => value.toFixed(2)).join(' ')
 console.log(`\n${plan.mode} run, ${startedAt.toISOString()}, ${plan.repetitions === 1 ? '1 repetition (quick: not a median)' : `median of ${plan.repetitions} repetitions`}, ` +
   `${((Date.now() - began) / 1000).toFixed(0)} s; load average ${loads(loadBefore)} before, ${loads(loadAfter)} after; ` +
@@ -83,8 +89,9 @@ console.log(`\n${plan.mode} run, ${startedAt.toISOString()}, ${plan.repetitions 
 console.log(renderTable(rows))
 for (const [name, reason] of Object.entries(failures)) console.log(`\n${name} failed: ${reason}`)
 // Less disturbed by other work on the machine than throughput: what each call cost the server.
+const microseconds = (value: number) => value < 10 ? value.toFixed(1) : Math.round(value).toString()
 const cpu = Object.entries(figures).filter(([name]) => name.endsWith('.cpu'))
-if (cpu.length > 0) console.log(`\nserver CPU per call: ${cpu.map(([name, value]) => `${name.slice(0, -'.cpu'.length)} ${Math.round(value?.median ?? 0)} µs`).join(', ')}`)
+if (cpu.length > 0) console.log(`\nserver CPU per call (p3: per event of the large stream): ${cpu.map(([name, value]) => `${name.slice(0, -'.cpu'.length)} ${microseconds(value?.median ?? 0)} µs`).join(', ')}`)
 
 const resultsDir = fileURLToPath(new URL('../../bench/results/', import.meta.url))
 const file = `${resultsDir}${quick ? 'latest-quick.json' : 'latest.json'}`

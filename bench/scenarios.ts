@@ -126,6 +126,8 @@ export type StreamFigureName =
   | 'p3.ws.small.ms' | 'p3.ws.large.ms' | 'p3.ws.ratio' | 'p3.ws.eventsPerSec'
   | 'p3.sse.small.ms' | 'p3.sse.large.ms' | 'p3.sse.ratio' | 'p3.sse.eventsPerSec'
   | 'p3.peer.small.ms' | 'p3.peer.large.ms' | 'p3.peer.ratio' | 'p3.peer.eventsPerSec'
+  /** The server's CPU time per event of the large stream (µs). */
+  | 'p3.ws.cpu' | 'p3.sse.cpu' | 'p3.peer.cpu'
 
 /** The events of a `stream <N>` turn: the task, `working`, N chunks, `completed`. */
 const streamEvents = (chunks: number) => chunks + 3
@@ -157,9 +159,9 @@ export async function streaming (plan: Plan): Promise<StreamResults> {
       return result.ms
     }
     const bindings = [
-      { name: 'p3.ws', chunks: plan.streamChunks, run: (chunks: number) => overWebSocket(chunks) },
-      { name: 'p3.sse', chunks: plan.streamChunks, run: (chunks: number) => overSse(ours + '/', chunks, true) },
-      { name: 'p3.peer', chunks: plan.peerStreamChunks, run: (chunks: number) => overSse(servers['a2a-js'].origin + PEER_JSONRPC_PATH, chunks, false) }
+      { name: 'p3.ws', server: servers['fastify-a2a'], chunks: plan.streamChunks, run: (chunks: number) => overWebSocket(chunks) },
+      { name: 'p3.sse', server: servers['fastify-a2a'], chunks: plan.streamChunks, run: (chunks: number) => overSse(ours + '/', chunks, true) },
+      { name: 'p3.peer', server: servers['a2a-js'], chunks: plan.peerStreamChunks, run: (chunks: number) => overSse(servers['a2a-js'].origin + PEER_JSONRPC_PATH, chunks, false) }
     ] as const
     const failures: Record<string, string> = {}
     // A stream that fails (STREAM_LAGGED, say) is a result to report, not a reason to stop the bench.
@@ -178,8 +180,10 @@ export async function streaming (plan: Plan): Promise<StreamResults> {
       for (const binding of bindings) {
         const [small, large] = binding.chunks
         const smallMs = await attempt(binding, small)
+        const cpuBefore = await binding.server.cpu()
         const largeMs = await attempt(binding, large)
         if (smallMs === undefined || largeMs === undefined) continue
+        samples.add(`${binding.name}.cpu`, cpuPerCall(cpuBefore, await binding.server.cpu(), streamEvents(large)))
         samples.add(`${binding.name}.small.ms`, smallMs)
         samples.add(`${binding.name}.large.ms`, largeMs)
         samples.add(`${binding.name}.ratio`, largeMs / smallMs)

@@ -1,6 +1,10 @@
 // `npm start`: serves the conformance agent on HOST:PORT (default 127.0.0.1:3000).
 import Fastify, { type FastifyInstance } from 'fastify'
-import { a2aWebSocket, openPostgresStores, openSqliteStores, type PushConfigStore, type TaskStore, type WebSocketOptions } from '../lib/index.js'
+import { Redis } from 'ioredis'
+import {
+  a2aWebSocket, openPostgresStores, openSqliteStores, postgresBus, redisBus,
+  type ClusterOptions, type ClusterStore, type EventBus, type PushConfigStore, type TaskStore, type WebSocketOptions
+} from '../lib/index.js'
 import { conformanceAgent, conformanceCard } from './agent.js'
 import { browserDemo } from './browser/route.js'
 
@@ -13,6 +17,9 @@ export interface AgentEnv {
   A2A_IDLE_TIMEOUT_MS?: string
   A2A_AUTH_TOKEN?: string
   A2A_RATE_LIMIT?: string
+  A2A_BUS?: string
+  A2A_BUS_PREFIX?: string
+  A2A_LEASE_TTL_MS?: string
 }
 
 /** On SIGTERM: work in progress gets 2 s, then running tasks are cancelled and get 1 s more. */
@@ -34,15 +41,18 @@ function webSocketOptions (env: AgentEnv): WebSocketOptions {
 export async function buildConformanceServer (env: AgentEnv = process.env): Promise<FastifyInstance> {
   const stores = await openStores(env.A2A_STORE ?? 'memory')
   const fastify = Fastify({ logger: { level: 'warn' } })
+  const shared = openBus(env)
   await fastify.register(a2aWebSocket, {
     executor: conformanceAgent,
     card: conformanceCard,
     // With a token every call needs it; the extended card then shows one more skill.
     auth: env.A2A_AUTH_TOKEN === undefined ? undefined : { bearer: { tokens: [env.A2A_AUTH_TOKEN] } },
     extendedCard: env.A2A_AUTH_TOKEN === undefined ? conformanceCard : { ...conformanceCard, skills: [...conformanceCard.skills, secretSkill] },
-    rateLimit: env.A2A_RATE_LIMIT === undefined ? undefined : { max: Number(env.A2A_RATE_LIMIT), timeWindow: 60_000 },
+    rateLimit: env.A2A_RATE_LIMIT === undefined ? undefined : { max: Number(env.A2A_RATE_LIMIT), timeWindow: 60_000, redis: shared?.counters },
     taskStore: stores?.taskStore,
     pushConfigStore: stores?.pushConfigStore,
+    bus: shared?.bus,
+    cluster: clusterOptions(env, stores, shared),
     // Conformance suites run their webhook receivers on this machine.
     push: { allow: ['127.0.0.0/8', '::1', 'localhost'] },
     websocket: webSocketOptions(env),
@@ -52,13 +62,57 @@ export async function buildConformanceServer (env: AgentEnv = process.env): Prom
   // The browser demo of fastify-a2a/client (examples/browser/), at /demo.
   await fastify.register(browserDemo)
   if (stores !== undefined) fastify.addHook('onClose', async () => { await stores.close() })
+  if (shared?.counters !== undefined) fastify.addHook('onClose', async () => { await shared.counters?.quit() })
   return fastify
+}
+
+interface SharedBus {
+  bus: EventBus
+  /** With a Redis bus, rate-limit counters live in the same Redis, so a caller's budget is one across instances. */
+  counters?: Redis
+}
+
+/**
+ * `A2A_BUS`: a `redis://` URL, or a `postgres://` URL (LISTEN/NOTIFY; its optional `schema`
+ * query parameter names the schema of the overflow table). `A2A_BUS_PREFIX` prefixes the
+ * channels (and the Redis rate-limit keys), so several clusters can share one server.
+ */
+function openBus (env: AgentEnv): SharedBus | undefined {
+  const spec = env.A2A_BUS
+  if (spec === undefined || spec === '') return undefined
+  const prefix = env.A2A_BUS_PREFIX
+  if (spec.startsWith('redis://') || spec.startsWith('rediss://')) {
+    return {
+      bus: redisBus({ url: spec, channelPrefix: prefix === undefined ? undefined : `${prefix}events:` }),
+      counters: env.A2A_RATE_LIMIT === undefined ? undefined : new Redis(spec, { keyPrefix: prefix })
+    }
+  }
+  if (spec.startsWith('postgres://') || spec.startsWith('postgresql://')) {
+    const { connectionString, schema } = splitSchema(spec)
+    return { bus: postgresBus({ connectionString, schema, channelPrefix: prefix }) }
+  }
+  throw new Error(`A2A_BUS=${spec}: expected a redis:// or postgres:// URL`)
+}
+
+/** A `postgres://` URL without its `schema` query parameter, and that parameter. */
+function splitSchema (spec: string): { connectionString: string, schema?: string } {
+  const url = new URL(spec)
+  const schema = url.searchParams.get('schema') ?? undefined
+  url.searchParams.delete('schema')
+  return { connectionString: url.href, schema }
 }
 
 interface OpenedStores {
   taskStore: TaskStore
   pushConfigStore: PushConfigStore
+  clusterStore?: ClusterStore
   close (): unknown
+}
+
+/** PostgreSQL tasks and a bus across instances make a cluster; `A2A_LEASE_TTL_MS` bounds failover. */
+function clusterOptions (env: AgentEnv, stores: OpenedStores | undefined, shared: SharedBus | undefined): ClusterOptions | undefined {
+  if (stores?.clusterStore === undefined || shared === undefined) return undefined
+  return { store: stores.clusterStore, leaseTtl: env.A2A_LEASE_TTL_MS === undefined ? undefined : Number(env.A2A_LEASE_TTL_MS) }
 }
 
 /**
@@ -68,12 +122,7 @@ interface OpenedStores {
 async function openStores (spec: string): Promise<OpenedStores | undefined> {
   if (spec === 'memory') return undefined
   if (spec.startsWith('sqlite:')) return openSqliteStores({ path: spec.slice('sqlite:'.length) })
-  if (spec.startsWith('postgres://') || spec.startsWith('postgresql://')) {
-    const url = new URL(spec)
-    const schema = url.searchParams.get('schema') ?? undefined
-    url.searchParams.delete('schema')
-    return await openPostgresStores({ connectionString: url.href, schema })
-  }
+  if (spec.startsWith('postgres://') || spec.startsWith('postgresql://')) return await openPostgresStores(splitSchema(spec))
   throw new Error(`A2A_STORE=${spec}: expected memory, sqlite:<path> or a postgres:// URL`)
 }
 

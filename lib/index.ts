@@ -11,7 +11,7 @@ export { isInterrupted, isTerminal } from './handler/states.js'
 export { MemoryTaskStore, MemoryPushConfigStore, type MemoryTaskStoreOptions } from './store/memory.js'
 export type * from './store/types.js'
 export { failUnfinishedTasks, RECOVERY_MESSAGE } from './store/recovery.js'
-export { PushSender, PUSH_DEFAULTS, type PushOptions, type PushDeliveryReport, type PushOutcome } from './push/sender.js'
+export { PushSender, PUSH_DEFAULTS, type PushOptions, type PushDeliveryReport, type PushOutcome, type PushOutbox } from './push/sender.js'
 export { isBlockedAddress, WebhookGuard, WebhookRefusedError, type Resolver, type ResolvedAddress } from './push/ssrf.js'
 export {
   openSqliteStores, migrateSqlite, SqliteTaskStore, SqlitePushConfigStore, type SqliteStoreOptions, type SqliteStores
@@ -35,3 +35,8 @@ export { authentication, type AuthOptions, type Identity, type Verify, type Auth
 export { rateLimit, type RateLimitOptions, type RateLimitStore } from './interceptors/rate-limit.js'
 export { tenancy, type TenancyOptions } from './interceptors/tenancy.js'
 export { RedisEventBus, type RedisEventBusOptions } from './bus/redis.js'
+export { PostgresEventBus, type PostgresEventBusOptions } from './bus/postgres.js'
+export { redisBus, postgresBus, type RedisBusOptions, type ClosableRedisBus } from './bus/factories.js'
+export { ClusterMember } from './cluster/member.js'
+export { PostgresClusterStore } from './cluster/postgres.js'
+export { ORPHAN_MESSAGE, CLUSTER_DEFAULTS, type ClusterOptions, type ClusterStore, type OrphanPolicy, type OutboxDelivery, type TaskKey } from './cluster/types.js'

@@ -1,7 +1,9 @@
 // Plugin options: normalised and checked once, at registration. A bad option fails
 // `register` with an error naming it.
+import { randomUUID } from 'node:crypto'
 import createError from '@fastify/error'
 import type { EventBus } from './bus/types.js'
+import { CLUSTER_DEFAULTS, type ClusterOptions, type NormalizedClusterOptions } from './cluster/types.js'
 import type { FastifyCorsOptions } from '@fastify/cors'
 import type { CardSigningOptions } from './card/signing.js'
 import type { AuthOptions } from './interceptors/auth.js'
@@ -150,9 +152,16 @@ export interface A2APluginOptions {
   /**
    * At start-up, mark FAILED, with a status message, every task the store holds in SUBMITTED
    * or WORKING: the process that ran it died. Stores with `listUnfinished` (SQLite,
-   * PostgreSQL) take part. Set false when several processes share one store. Default true.
+   * PostgreSQL) take part. Set false when several processes share one store. Default true
+   * without `cluster`; with it, failover recovers tasks by lease and this must not be true.
    */
   recoverTasks?: boolean
+  /**
+   * Several instances behind a balancer act as one agent (README, *Several instances*): leases and
+   * failover, CancelTask across instances, push delivery through a durable outbox, SendMessage
+   * deduplicated by messageId. Needs a `bus` across instances. Default: off (one instance).
+   */
+  cluster?: ClusterOptions
   /** Authentication on every call (the public card stays public); the card's security schemes follow from it. Default: none. */
   auth?: AuthOptions
   /** Calls per caller per window, on every binding and WebSocket frame. Default: no limit. */
@@ -187,6 +196,7 @@ export interface NormalizedOptions {
   /** Set exactly when the card declares push notifications. */
   push?: NormalizedPushOptions
   recoverTasks: boolean
+  cluster?: NormalizedClusterOptions
   auth?: AuthOptions
   rateLimit?: RateLimitOptions
   tenancy?: TenancyOptions
@@ -309,6 +319,39 @@ function pushOptions (options: PushOptions | undefined, declared: boolean): Norm
   }
 }
 
+function clusterOptions (options: A2APluginOptions): NormalizedClusterOptions | undefined {
+  const { cluster } = options
+  if (cluster === undefined) return undefined
+  if (typeof cluster !== 'object' || cluster === null) throw new InvalidOptionError('cluster', 'must be an object')
+  const storeMethods = ['register', 'renew', 'deregister', 'nextExpiry', 'acquire', 'release', 'releaseAll', 'owners', 'orphans', 'claim',
+    'claimMessage', 'reclaimMessage', 'forgetMessage', 'recordDeliveries', 'ownsDelivery', 'finishDelivery', 'takeDeliveries', 'tidy']
+  if (!hasMethods(cluster.store, storeMethods)) throw new InvalidOptionError('cluster.store', 'must be a ClusterStore, e.g. openPostgresStores(...).clusterStore')
+  if (options.bus === undefined || !hasMethods(options.bus, ['command', 'onCommand'])) {
+    throw new InvalidOptionError('bus', 'must be a bus across instances with command and onCommand (e.g. redisBus) when cluster is set')
+  }
+  if (options.recoverTasks === true) throw new InvalidOptionError('recoverTasks', 'cannot be true with cluster: failover recovers tasks by lease')
+  const { instanceId = randomUUID(), onOrphan = CLUSTER_DEFAULTS.onOrphan } = cluster
+  if (typeof instanceId !== 'string' || instanceId === '') throw new InvalidOptionError('cluster.instanceId', 'must be a non-empty string')
+  if (onOrphan !== 'fail' && onOrphan !== 'resume') throw new InvalidOptionError('cluster.onOrphan', 'must be "fail" or "resume"')
+  if (onOrphan === 'resume' && typeof options.executor.resume !== 'function') {
+    throw new InvalidOptionError('cluster.onOrphan', '"resume" needs executor.resume(context, events)')
+  }
+  const leaseTtl = timerMs('cluster.leaseTtl', cluster.leaseTtl, CLUSTER_DEFAULTS.leaseTtl, 3)
+  const third = Math.floor(leaseTtl / 3)
+  const heartbeatInterval = timerMs('cluster.heartbeatInterval', cluster.heartbeatInterval, third, 1)
+  if (heartbeatInterval >= leaseTtl) throw new InvalidOptionError('cluster.heartbeatInterval', 'must be less than cluster.leaseTtl')
+  return {
+    store: cluster.store,
+    instanceId,
+    leaseTtl,
+    heartbeatInterval,
+    sweepInterval: timerMs('cluster.sweepInterval', cluster.sweepInterval, third, 1),
+    cancelTimeout: timerMs('cluster.cancelTimeout', cluster.cancelTimeout, leaseTtl, 1),
+    onOrphan,
+    messageIdTtl: integer('cluster.messageIdTtl', cluster.messageIdTtl, CLUSTER_DEFAULTS.messageIdTtl)
+  }
+}
+
 function stringList (name: string, value: unknown): void {
   if (value !== undefined && (!Array.isArray(value) || value.length === 0 || !value.every(item => typeof item === 'string' && item !== ''))) {
     throw new InvalidOptionError(name, 'must be a non-empty array of non-empty strings')
@@ -408,6 +451,7 @@ export function normalizeOptions (options: A2APluginOptions): NormalizedOptions 
   for (const name of ['allowMissingVersion', 'allowUndeclaredInputModes'] as const) {
     if (options[name] !== undefined && typeof options[name] !== 'boolean') throw new InvalidOptionError(name, 'must be a boolean')
   }
+  const cluster = clusterOptions(options)
 
   return {
     executor: options.executor,
@@ -429,7 +473,9 @@ export function normalizeOptions (options: A2APluginOptions): NormalizedOptions 
     interceptors: interceptorList(options.interceptors),
     websocket: webSocketOptions(options.websocket ?? {}),
     push: pushOptions(options.push, card.capabilities.pushNotifications === true),
-    recoverTasks: flag('recoverTasks', options.recoverTasks, true),
+    cluster,
+    // A starting instance of a cluster cannot tell a dead peer's tasks from a live one's.
+    recoverTasks: flag('recoverTasks', options.recoverTasks, cluster === undefined),
     auth: checkAuth(options.auth),
     rateLimit: checkRateLimit(options.rateLimit),
     tenancy: checkTenancy(options.tenancy),

@@ -24,6 +24,7 @@ import { REST_BINDING, restDispatcher } from './dispatcher/rest.js'
 import type { AgentCard, AgentCardInput } from './schema/wire.js'
 import { MemoryPushConfigStore, MemoryTaskStore } from './store/memory.js'
 import { PushSender } from './push/sender.js'
+import { ClusterMember } from './cluster/member.js'
 import { failUnfinishedTasks } from './store/recovery.js'
 import { shutDown, type ShutdownReport } from './shutdown.js'
 import type { PushConfigStore, TaskStore } from './store/types.js'
@@ -35,6 +36,8 @@ export interface A2ADecorator {
   bus: EventBus
   /** Push delivery; undefined when the card declares no push notifications. */
   push?: PushSender
+  /** This instance of the cluster; undefined without the `cluster` option. */
+  cluster?: ClusterMember
   /** The public card as served to a client that reached the server at `httpBase` (`http(s)://host[/prefix]`). */
   cardFor (httpBase: string): AgentCard
   /** Appends an interceptor to the chain of every binding; it takes part from the next call on. */
@@ -57,7 +60,8 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
   const { prefix } = options
   const taskStore = options.taskStore ?? new MemoryTaskStore()
   const pushConfigStore = options.pushConfigStore ?? new MemoryPushConfigStore()
-  const bus = options.bus ?? new MemoryEventBus()
+  const bus: EventBus = options.bus ?? new MemoryEventBus()
+  if (bus.close !== undefined) fastify.addHook('onClose', async () => { await bus.close?.() })
   const bindings: ServedBinding[] = [
     { protocolBinding: JSONRPC_BINDING, url: (base) => base },
     { protocolBinding: REST_BINDING, url: (base) => base },
@@ -89,7 +93,8 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
   const cardFor = (httpBase: string) => buildCard(publicCard, bindings, httpBase + prefix)
   const originOf = (host: string | undefined) => `${fastify.initialConfig.https === undefined ? 'http' : 'https'}://${host ?? 'localhost'}`
 
-  const push = options.push === undefined ? undefined : new PushSender(pushConfigStore, options.push, fastify.log)
+  const cluster = options.cluster === undefined ? undefined : new ClusterMember(options.cluster, bus, fastify.log)
+  const push = options.push === undefined ? undefined : new PushSender(pushConfigStore, options.push, fastify.log, cluster?.outbox)
   const { extendedCard } = options
   const handler = new RequestHandler({
     executor: options.executor,
@@ -108,6 +113,7 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
     executorTimeout: options.executorTimeout,
     onTaskEvent: push?.notify,
     checkPushConfig: push?.checkConfig,
+    cluster,
     inputModes: options.allowUndeclaredInputModes
       ? undefined
       : [...options.card.defaultInputModes, ...options.card.skills.flatMap(skill => skill.inputModes ?? [])],
@@ -122,9 +128,11 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
   })
 
   const addInterceptor = (interceptor: A2AInterceptor) => { chain.push(interceptorList([interceptor])[0] as A2AInterceptor) }
-  const decorator: A2ADecorator = { handler, taskStore, pushConfigStore, bus, push, cardFor, addInterceptor }
+  const decorator: A2ADecorator = { handler, taskStore, pushConfigStore, bus, push, cluster, cardFor, addInterceptor }
   fastify.decorate('a2a', decorator)
   if (push !== undefined) fastify.addHook('onClose', async () => push.close())
+  // Live before any route serves; it leaves at the end of the shutdown (below).
+  if (cluster !== undefined) await cluster.start(handler, push)
   // Before any route serves: no executor of this process runs yet, so every unfinished task is an orphan.
   if (options.recoverTasks) await failUnfinishedTasks(taskStore, push?.notify)
 
@@ -176,6 +184,12 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
     const report = await shutDown({ handler, runner, webSockets: wsServer, server: fastify.server, options: options.shutdown })
     decorator.lastShutdownReport = report
     fastify.log.info({ shutdown: report }, 'A2A shutdown')
+    // Once the work is drained, and before onClose hooks end the stores: deliveries still in
+    // the outbox and tasks still held go to the other instances at once.
+    if (cluster !== undefined) {
+      push?.close()
+      await cluster.stop()
+    }
   }
   if (fastify.hasDecorator('websocketServer')) {
     fastify.addHook('preClose', shutdown)

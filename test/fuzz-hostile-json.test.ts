@@ -30,6 +30,11 @@ t.test('depthExceededAt: counts containers outside strings and stops at the firs
   t.equal(depthExceededAt('{"a":{"b":{}}}', 2), 10)
   t.equal(depthExceededAt('["[[[[", "\\"[[[["]', 1), -1, 'brackets in strings, escaped quotes included, do not count')
   t.equal(depthExceededAt('[],[],[],[]', 1), -1, 'siblings do not add up')
+  // A string is stepped over whole: what ends it is a quote after an even run of backslashes.
+  t.equal(depthExceededAt('["\\\\", [[1]]]', 2), 8, 'a string ending in an escaped backslash ends there')
+  t.equal(depthExceededAt('["\\\\\\"[[", [1]]', 2), -1, 'a quote after three backslashes does not end the string')
+  t.equal(depthExceededAt('["' + 'a\\"['.repeat(10_000) + '", [[1]]]', 2), 40_006, 'brackets after a long string with escaped quotes count')
+  t.equal(depthExceededAt('["[[[', 1), -1, 'an unterminated string runs to the end')
   const frame = hostileFrame(FOUR_MIB)
   t.equal(frame.length, FOUR_MIB)
   // Two levels in the head, then the 63rd bracket is the 65th level.
@@ -43,6 +48,10 @@ t.test('parseJson: too deep → -32600 before parsing, bad JSON → -32700, else
   const bad = parseJson('{"a":', 64)
   t.same(!bad.ok && bad.error.row.jsonRpcCode, -32700)
   t.same(parseJson('['.repeat(64) + ']'.repeat(64), 64).ok, true, 'exactly the limit is accepted')
+  // Fewer brackets than the limit, strings included, cannot nest past it (the scan is skipped); more are scanned.
+  t.same(parseJson('{"a":"' + '['.repeat(100) + '"}', 64), { ok: true, value: { a: '['.repeat(100) } }, 'brackets in a string are no nesting')
+  const deepAfterString = parseJson('{"a":"' + '{'.repeat(70) + '","b":' + '['.repeat(65) + ']'.repeat(65) + '}', 64)
+  t.same(!deepAfterString.ok && deepAfterString.error.row.jsonRpcCode, -32600, 'nesting after a string full of brackets is still refused')
 })
 
 t.test('maxJsonDepth is an option, checked at registration', async t => {

@@ -92,7 +92,7 @@ t.test('an error before the first event is an ordinary error response with its H
 t.test('an error mid-stream is a last `event: error` whose data is the error body', async t => {
   // Stores the task and its working state, then fails every later status change.
   class FailingStore extends MemoryTaskStore {
-    override async update (id: string, change: TaskChange, scope: Scope): Promise<void> {
+    override async update (id: string, change: TaskChange, scope: Scope): Promise<number | undefined> {
       if (change.kind === 'status' && change.status.state !== 'TASK_STATE_WORKING') throw new Error('the disk is full')
       return await super.update(id, change, scope)
     }

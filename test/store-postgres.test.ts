@@ -31,7 +31,7 @@ if (url !== undefined) {
     await Promise.all([...pools, ...pools].map(pool => migratePostgres(pool, schema)))
     const [pool] = pools as [pg.Pool]
     const versions = await pool.query(`SELECT version FROM ${pg.escapeIdentifier(schema)}.a2a_schema_version ORDER BY version`)
-    t.same(versions.rows, [{ version: 1 }], 'applied once')
+    t.same(versions.rows, [{ version: 1 }, { version: 2 }, { version: 3 }], 'each applied once')
     const stores = await openPostgresStores({ pool, schema })
     await stores.taskStore.create({ id: 'x', contextId: 'c', status: { state: 'TASK_STATE_WORKING' } }, { tenant: '' })
     await stores.close()
@@ -39,7 +39,7 @@ if (url !== undefined) {
     t.same(still.rows, [{ one: 1 }], 'close leaves a pool the caller owns open')
   })
 
-  t.test('an artifact append is one inserted row; neither the task row nor the artifact row is rewritten', async t => {
+  t.test('an artifact append is one inserted row and one more version of the task; the artifact row is not rewritten', async t => {
     const schema = uniqueSchema('append')
     schemas.push(schema)
     const stores = await openPostgresStores({ connectionString: url, schema })
@@ -49,14 +49,17 @@ if (url !== undefined) {
     const pool = new pg.Pool({ connectionString: url })
     t.teardown(() => pool.end())
     const S = pg.escapeIdentifier(schema)
-    const taskRow = async () => (await pool.query(`SELECT xmin::text AS version FROM ${S}.a2a_tasks WHERE id = 'a'`)).rows[0].version
+    const taskRow = async () => (await pool.query(`SELECT context_id, state, status, status_ts, metadata, expires_at, version::int FROM ${S}.a2a_tasks WHERE id = 'a'`)).rows[0]
     const artifactRow = async () => (await pool.query(`SELECT xmin::text AS version FROM ${S}.a2a_artifacts WHERE artifact_id = 's'`)).rows[0].version
     const before = await taskRow()
     const append = (i: number) => stores.taskStore.update('a', { kind: 'artifact', artifact: { artifactId: 's', parts: [{ text: `${i}` }] }, append: true }, scope)
     await append(0)
     const artifactBefore = await artifactRow()
     for (let i = 1; i < 5; i++) await append(i)
-    t.equal(await taskRow(), before, 'the task row was never rewritten')
+    t.same(await taskRow(), { ...before, version: 6 }, 'the task row changed only its version, once per append')
+    const indexed = await pool.query(`SELECT i.indexrelid::regclass::text AS name FROM pg_index i
+      JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey) WHERE i.indrelid = to_regclass($1) AND a.attname = 'version'`, [`${S}.a2a_tasks`])
+    t.same(indexed.rows, [], 'no index holds the version: the update is HOT, it adds no index entry')
     t.equal(await artifactRow(), artifactBefore, 'the artifact row was only locked, never rewritten: a long stream leaves no dead rows')
     const chunks = await pool.query(`SELECT COUNT(*)::int AS n FROM ${S}.a2a_artifact_chunks`)
     t.equal(chunks.rows[0].n, 5, 'one row per chunk')

@@ -33,5 +33,5 @@ t.test('the database is in WAL mode and migrations run once', async t => {
   const raw = new Database(path, { readonly: true })
   t.teardown(() => raw.close())
   t.equal(raw.pragma('journal_mode', { simple: true }), 'wal')
-  t.equal(raw.pragma('user_version', { simple: true }), 1)
+  t.equal(raw.pragma('user_version', { simple: true }), 2)
 })

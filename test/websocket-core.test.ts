@@ -1,9 +1,8 @@
 // The connection logic over a fake socket: no @fastify/websocket, no network. It shows the
 // core is a library of its own (makeWebSocketServer over WebSocketLike).
 import t from 'tap'
-import { MemoryEventBus, MemoryPushConfigStore, MemoryTaskStore, RequestHandler, makeWebSocketServer, type WebSocketLike } from '../lib/index.js'
-import { CallRunner } from '../lib/dispatcher/call.js'
-import { conformanceAgent, conformanceCard } from '../examples/agent.js'
+import type { WebSocketLike } from '../lib/index.js'
+import { connectionInfo as info, makeConnectionServer as makeServer } from './helpers/ws-core.js'
 
 function fakeSocket () {
   const sent: any[] = []
@@ -24,21 +23,6 @@ function fakeSocket () {
   return socket
 }
 
-function makeServer (overrides: Partial<Parameters<typeof makeWebSocketServer>[0]> = {}) {
-  const handler = new RequestHandler({
-    executor: conformanceAgent,
-    taskStore: new MemoryTaskStore(),
-    pushConfigStore: new MemoryPushConfigStore(),
-    bus: new MemoryEventBus(),
-    capabilities: conformanceCard.capabilities,
-    maxQueuedEvents: 100,
-    logger: { error () {}, warn () {} }
-  })
-  const runner = new CallRunner({ handler, capabilities: conformanceCard.capabilities, allowMissingVersion: false, interceptors: [], logger: { error () {}, warn () {} } })
-  return makeWebSocketServer({ runner, maxInFlight: 64, maxMessageSize: 1024, maxBufferedBytes: 1000, idleTimeout: 0, onError () {}, ...overrides })
-}
-
-const info = { serviceParams: Object.freeze({ 'a2a-version': '1.0' }), version: '1.0', extensions: [] }
 const settle = () => new Promise(resolve => setTimeout(resolve, 30))
 const message = (text: string) => ({ messageId: 'm', role: 'ROLE_USER', parts: [{ text }] })
 

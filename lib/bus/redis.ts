@@ -5,17 +5,21 @@
 import { randomUUID } from 'node:crypto'
 import type { Redis } from 'ioredis'
 import type { StreamResponse } from '../schema/wire.js'
+import { deliverCommand } from './commands.js'
 import { MemoryEventBus } from './memory.js'
-import type { BusListener, EventBus } from './types.js'
+import type { BusCommand, BusListener, CommandHandler, EventBus } from './types.js'
 
 export interface RedisEventBusOptions {
   /** The connection events are published on. */
   publisher: Redis
   /** A connection in subscriber mode (e.g. `publisher.duplicate()`); the bus owns its subscriptions. */
   subscriber: Redis
-  /** Prefix of the Redis channels. Default `a2a:events:`. */
+  /** Prefix of the Redis channels. Default `a2a:events:`. An instance's commands go on `<prefix>command:<instance id>`. */
   channelPrefix?: string
 }
+
+/** A message on a topic's channel: the sending instance, the event and its version. */
+type Envelope = [sender: string, event: StreamResponse, version: number | null]
 
 export class RedisEventBus implements EventBus {
   readonly #local = new MemoryEventBus()
@@ -26,27 +30,30 @@ export class RedisEventBus implements EventBus {
   readonly #instance = randomUUID()
   /** Channels subscribed on Redis, with the promise of the subscription being active. */
   readonly #channels = new Map<string, Promise<unknown>>()
+  /** Command channels of the instances served here, with their handlers. */
+  readonly #commands = new Map<string, CommandHandler>()
 
   constructor (options: RedisEventBusOptions) {
     this.#publisher = options.publisher
     this.#subscriber = options.subscriber
     this.#prefix = options.channelPrefix ?? 'a2a:events:'
     this.#subscriber.on('message', (channel: string, message: string) => {
+      const onCommand = this.#commands.get(channel)
+      if (onCommand !== undefined) return deliverCommand(onCommand, message)
       if (!channel.startsWith(this.#prefix)) return
-      let sender: unknown
-      let event: StreamResponse
+      let sender: unknown, event: StreamResponse, version: number | null
       try {
-        [sender, event] = JSON.parse(message) as [unknown, StreamResponse]
+        [sender, event, version] = JSON.parse(message) as Envelope
       } catch {
         return
       }
-      if (sender !== this.#instance) this.#local.publish(channel.slice(this.#prefix.length), event)
+      if (sender !== this.#instance) this.#local.publish(channel.slice(this.#prefix.length), event, version ?? undefined)
     })
   }
 
-  publish (topic: string, event: StreamResponse): void {
-    this.#local.publish(topic, event)
-    this.#publisher.publish(this.#prefix + topic, JSON.stringify([this.#instance, event])).catch(() => {})
+  publish (topic: string, event: StreamResponse, version?: number): void {
+    this.#local.publish(topic, event, version)
+    this.#publisher.publish(this.#prefix + topic, JSON.stringify([this.#instance, event, version ?? null] satisfies Envelope)).catch(() => {})
   }
 
   subscribe (topic: string, listener: BusListener): () => void {
@@ -68,5 +75,25 @@ export class RedisEventBus implements EventBus {
 
   listenerCount (topic?: string): number {
     return this.#local.listenerCount(topic)
+  }
+
+  command (instance: string, command: BusCommand): void {
+    this.#publisher.publish(this.#commandChannel(instance), JSON.stringify(command)).catch(() => {})
+  }
+
+  async onCommand (instance: string, handler: CommandHandler): Promise<() => void> {
+    // A topic holds a NUL (tenant, then task id); this channel holds none, so it is no topic's.
+    const channel = this.#commandChannel(instance)
+    this.#commands.set(channel, handler)
+    await this.#subscriber.subscribe(channel)
+    return () => {
+      if (this.#commands.get(channel) !== handler) return
+      this.#commands.delete(channel)
+      this.#subscriber.unsubscribe(channel).catch(() => {})
+    }
+  }
+
+  #commandChannel (instance: string): string {
+    return `${this.#prefix}command:${instance}`
   }
 }

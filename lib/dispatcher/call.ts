@@ -78,24 +78,30 @@ export interface CallRunnerOptions {
 export type CallResult = { kind: 'unary', value: unknown } | { kind: 'stream', events: AsyncIterableIterator<StreamResponse> }
 
 /**
- * The stream as the dispatcher reads it, reporting how it ended: its last event read,
- * an error, or the reader leaving (`return`). What the queue buffers stays visible.
+ * The stream as the dispatcher reads it, reporting how it ended, once: its last event
+ * read, an error, or the reader leaving (`return`). What the queue buffers stays visible.
  */
 function observeEnd (events: AsyncIterableIterator<StreamResponse>, complete: (outcome: CallOutcome) => void): AsyncIterableIterator<StreamResponse> {
+  let done = false
+  const end = (outcome: CallOutcome) => {
+    if (done) return
+    done = true
+    complete(outcome)
+  }
   const observed: AsyncIterableIterator<StreamResponse> & { readonly buffered?: number } = {
     get buffered () { return (events as { buffered?: number }).buffered },
     async next () {
       try {
         const next = await events.next()
-        if (next.done === true) complete({ status: 'succeeded' })
+        if (next.done === true) end({ status: 'succeeded' })
         return next
       } catch (error) {
-        complete({ status: 'failed', error: toA2AError(error) })
+        end({ status: 'failed', error: toA2AError(error) })
         throw error
       }
     },
     async return () {
-      complete({ status: 'cancelled' })
+      end({ status: 'cancelled' })
       return await (events.return?.() ?? Promise.resolve({ value: undefined, done: true as const }))
     },
     [Symbol.asyncIterator] () { return observed }
@@ -125,7 +131,7 @@ export class CallRunner {
    */
   async run (spec: MethodSpec, params: unknown, version: string | undefined, context: CallContext, request?: FastifyRequest): Promise<CallResult> {
     const call: InterceptedCall = { params, request }
-    const complete = this.#completion(context, call)
+    this.#inFlight++
     try {
       if (this.#refusing) throw new UnavailableError('the server is shutting down')
       for (const interceptor of this.#options.interceptors) await interceptor.before?.(context, call)
@@ -140,12 +146,13 @@ export class CallRunner {
       }
       const value = await spec.invoke(this.#options.handler, checked.value, context)
       if (spec.kind === 'unary') {
-        complete({ status: 'succeeded' })
+        this.#complete(context, call, { status: 'succeeded' })
         return { kind: 'unary', value }
       }
-      return { kind: 'stream', events: observeEnd(value as AsyncIterableIterator<StreamResponse>, complete) }
+      return { kind: 'stream', events: observeEnd(value as AsyncIterableIterator<StreamResponse>, (outcome) => this.#complete(context, call, outcome)) }
     } catch (error) {
-      complete({ status: 'failed', error: toA2AError(error) })
+      // Nothing above completes the call and then throws: this is its only completion.
+      this.#complete(context, call, { status: 'failed', error: toA2AError(error) })
       throw error
     }
   }
@@ -160,24 +167,19 @@ export class CallRunner {
     this.#refusing = true
   }
 
-  /** The once-only completion of a call: every interceptor's onComplete, errors logged, never thrown. */
-  #completion (context: CallContext, call: InterceptedCall): (outcome: CallOutcome) => void {
-    let done = false
-    this.#inFlight++
-    return (outcome) => {
-      if (done) return
-      done = true
-      this.#inFlight--
-      for (const interceptor of this.#options.interceptors) {
-        if (interceptor.onComplete === undefined) continue
-        Promise.resolve()
-          .then(() => interceptor.onComplete?.(context, outcome, call))
-          .catch((error: unknown) => this.#options.logger.error({ err: error }, 'interceptor onComplete failed'))
-      }
+  /** A call's completion: every interceptor's onComplete, errors logged, never thrown. Once per call (see observeEnd). */
+  #complete (context: CallContext, call: InterceptedCall, outcome: CallOutcome): void {
+    this.#inFlight--
+    for (const interceptor of this.#options.interceptors) {
+      if (interceptor.onComplete === undefined) continue
+      Promise.resolve()
+        .then(() => interceptor.onComplete?.(context, outcome, call))
+        .catch((error: unknown) => this.#options.logger.error({ err: error }, 'interceptor onComplete failed'))
     }
   }
 
   #activate (requested: string[]): string[] {
+    if (requested.length === 0 && this.#required.length === 0) return requested
     const activated = requested.filter(uri => this.#supported.has(uri))
     for (const uri of this.#required) {
       if (!activated.includes(uri)) throw new ExtensionSupportRequiredError(uri).with({ metadata: { extension: uri } })

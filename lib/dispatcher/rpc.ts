@@ -52,7 +52,8 @@ export function readEnvelope (value: unknown): Envelope {
 }
 
 export function success (id: JsonRpcId, result: unknown): string {
-  return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${JSON.stringify(result)}}`
+  // One stringify makes one flat string: pieces joined around it would be copied again when written.
+  return JSON.stringify({ jsonrpc: '2.0', id, result })
 }
 
 export function failure (id: JsonRpcId, error: A2AError): string {

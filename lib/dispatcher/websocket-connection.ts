@@ -27,6 +27,9 @@ export interface WebSocketLike {
   send (frame: string): void
   close (code: number, reason: string): void
   ping (): void
+  /** Hold what `send` writes until `uncork` (a net.Socket's cork): a burst of frames goes out in one write. Optional. */
+  cork? (): void
+  uncork? (): void
 }
 
 /** The limits of one dialect's connections. */
@@ -110,6 +113,8 @@ interface OpenConnection {
   admitted: Promise<void>
   heartbeat?: NodeJS.Timeout
   idle?: NodeJS.Timeout
+  /** The socket is corked until the end of this tick (see `send`). */
+  corked: boolean
 }
 
 export interface WebSocketServer {
@@ -122,6 +127,15 @@ export interface WebSocketServer {
 
 const RATE_EXCEEDED: Close = { code: CloseCode.PolicyViolation, reason: 'rate limit exceeded' }
 const TRY_AGAIN_LATER: Close = { code: CloseCode.TryAgainLater, reason: 'try again later' }
+
+/** Bytes a corked socket holds at most before they are written without waiting for the tick's end. */
+const BATCH_BYTES = 64 * 1024
+
+function uncork (connection: OpenConnection): void {
+  if (!connection.corked) return
+  connection.corked = false
+  connection.socket.uncork?.()
+}
 
 const idOf = (incoming: Incoming): JsonRpcId =>
   incoming.kind === 'request' ? incoming.request.id ?? null : incoming.kind === 'close' ? null : incoming.id
@@ -141,9 +155,27 @@ export function makeWebSocketServer (options: WebSocketServerOptions): WebSocket
   })
   const v1 = options.a2aV1 === undefined ? undefined : serve(a2aV1, options.a2aV1)
 
+  // Never more held back than a stream may have buffered, so a batch alone is no lag.
+  const batchBytes = Math.min(BATCH_BYTES, options.maxBufferedBytes)
+
+  /**
+   * Frames written in one tick (the replies to a burst of requests, a burst of stream
+   * events) go out in one write: the socket is corked at the tick's first frame and
+   * uncorked when the tick ends, or as soon as the batch reaches `batchBytes`. It is corked
+   * only when nothing is buffered: a socket the network is not keeping up with batches
+   * its writes anyway, and what `bufferedAmount` reports while corked is the batch alone.
+   */
   function send (connection: OpenConnection, frame: string): void {
+    const { socket } = connection
     // A call that finishes after its connection dropped writes nothing.
-    if (connection.socket.isOpen) connection.socket.send(frame)
+    if (!socket.isOpen) return
+    if (!connection.corked && socket.cork !== undefined && socket.bufferedAmount === 0) {
+      socket.cork()
+      connection.corked = true
+      process.nextTick(uncork, connection)
+    }
+    socket.send(frame)
+    if (connection.corked && socket.bufferedAmount >= batchBytes) uncork(connection)
   }
 
   /** An error frame for `id`, then `close` when one is given. */
@@ -159,32 +191,42 @@ export function makeWebSocketServer (options: WebSocketServerOptions): WebSocket
     connection.socket.close(CloseCode.InternalError, 'internal error')
   }
 
+  /** One request, to its answer or its stream's end; it counts as in progress until then. */
   async function run (connection: OpenConnection, request: JsonRpcRequest, serviceParams: ServiceParams | undefined, stream: OpenStream | undefined): Promise<void> {
     const { info, served: { dialect } } = connection
     const notification = !Object.hasOwn(request, 'id')
     const id: JsonRpcId = request.id ?? null
-    // A request's own parameters (a2a.v1) go over the upgrade's, for this call only.
-    const params: Readonly<ServiceParams> = serviceParams === undefined ? info.serviceParams : Object.freeze({ ...info.serviceParams, ...serviceParams })
-    const context: CallContext = {
-      binding: dialect.binding,
-      method: request.method.name,
-      serviceParams: params as ServiceParams,
-      tenant: '',
-      extensions: serviceParams === undefined ? [...info.extensions] : requestedExtensions(params as ServiceParams)
-    }
-    const version = serviceParams === undefined ? info.version : requestedVersion(params as ServiceParams, undefined) ?? info.version
+    // One async function with its own catch and finally: no promise chain per request.
     try {
-      const result = await options.runner.run(request.method, request.params, version, context, info.request)
-      if (result.kind === 'unary') {
-        if (!notification) send(connection, success(id, result.value))
-        return
+      // A request's own parameters (a2a.v1) go over the upgrade's, for this call only.
+      const params: Readonly<ServiceParams> = serviceParams === undefined ? info.serviceParams : Object.freeze({ ...info.serviceParams, ...serviceParams })
+      const context: CallContext = {
+        binding: dialect.binding,
+        method: request.method.name,
+        serviceParams: params as ServiceParams,
+        tenant: '',
+        extensions: serviceParams === undefined ? [...info.extensions] : requestedExtensions(params as ServiceParams)
       }
-      await pipeStream(connection, stream as OpenStream, result.events)
+      const version = serviceParams === undefined ? info.version : requestedVersion(params as ServiceParams, undefined) ?? info.version
+      try {
+        const result = await options.runner.run(request.method, request.params, version, context, info.request)
+        if (result.kind === 'unary') {
+          if (!notification) send(connection, success(id, result.value))
+          return
+        }
+        await pipeStream(connection, stream as OpenStream, result.events)
+      } catch (error) {
+        const a2aError = toA2AError(error)
+        // A cancelled stream's end frame is its last: what fails after it is only logged.
+        if (notification || stream?.cancelled === true) options.onError(a2aError)
+        else refuse(connection, id, a2aError, dialect.closeAfter(a2aError))
+      }
     } catch (error) {
-      const a2aError = toA2AError(error)
-      // A cancelled stream's end frame is its last: what fails after it is only logged.
-      if (notification || stream?.cancelled === true) options.onError(a2aError)
-      else refuse(connection, id, a2aError, dialect.closeAfter(a2aError))
+      internalFailure(connection, error)
+    } finally {
+      connection.inFlight--
+      if (stream !== undefined) connection.streams.delete(stream)
+      if (connection.inFlight === 0) armIdle(connection)
     }
   }
 
@@ -238,13 +280,7 @@ export function makeWebSocketServer (options: WebSocketServerOptions): WebSocket
     const stream: OpenStream | undefined = request.method.kind === 'stream' ? { id: request.id ?? null, cancelled: false } : undefined
     if (stream !== undefined) connection.streams.add(stream)
     connection.inFlight++
-    run(connection, request, serviceParams, stream)
-      .catch((error: unknown) => internalFailure(connection, error))
-      .finally(() => {
-        connection.inFlight--
-        if (stream !== undefined) connection.streams.delete(stream)
-        if (connection.inFlight === 0) armIdle(connection)
-      })
+    void run(connection, request, serviceParams, stream)
   }
 
   function handle (connection: OpenConnection, incoming: Incoming): void {
@@ -317,7 +353,7 @@ export function makeWebSocketServer (options: WebSocketServerOptions): WebSocket
 
     opened (socket, info) {
       const served = info.protocol === A2A_V1_SUBPROTOCOL && v1 !== undefined ? v1 : seed
-      const connection: OpenConnection = { socket, info, served, key: randomUUID(), inFlight: 0, streams: new Set(), admitted: Promise.resolve() }
+      const connection: OpenConnection = { socket, info, served, key: randomUUID(), inFlight: 0, streams: new Set(), admitted: Promise.resolve(), corked: false }
       open.add(connection)
       armHeartbeat(connection)
       armIdle(connection)

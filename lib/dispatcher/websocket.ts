@@ -50,12 +50,17 @@ function refuse (reply: FastifyReply, error: A2AError): FastifyReply {
 }
 
 function adapt (socket: WebSocket): WebSocketLike {
+  // `ws` writes each frame to its TCP socket at once and offers no batching of its own:
+  // corking that socket makes a burst of frames one write (`ws` counts what it holds in `bufferedAmount`).
+  const tcp = (socket as unknown as { _socket: Socket })._socket
   return {
     get bufferedAmount () { return socket.bufferedAmount },
     get isOpen () { return socket.readyState === socket.OPEN },
     send: (frame) => socket.send(frame),
     close: (code, reason) => socket.close(code, reason),
-    ping: () => socket.ping()
+    ping: () => socket.ping(),
+    cork: () => tcp.cork(),
+    uncork: () => tcp.uncork()
   }
 }
 

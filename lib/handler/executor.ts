@@ -86,4 +86,10 @@ export interface AgentExecutor {
    * leaves the task running, the plugin marks the task canceled.
    */
   cancel? (context: ExecutionContext, events: ExecutionEvents): Promise<void> | void
+  /**
+   * With `cluster: { onOrphan: 'resume' }`: takes on a SUBMITTED or WORKING task whose instance
+   * died, on the instance that found it. `context.task` is the task as stored, `context.message`
+   * its last user message. Behaves as `execute` from then on.
+   */
+  resume? (context: ExecutionContext, events: ExecutionEvents): Promise<void> | void
 }

@@ -3,10 +3,12 @@
 import { randomUUID } from 'node:crypto'
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import {
-  ContentTypeNotSupportedError, ExtendedAgentCardNotConfiguredError, InvalidAgentResponseError, isA2AError, PushNotificationNotSupportedError,
-  TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError, invalidParams
+  type A2AError, ContentTypeNotSupportedError, ExtendedAgentCardNotConfiguredError, InvalidAgentResponseError, isA2AError, PushNotificationNotSupportedError,
+  TaskNotCancelableError, TaskNotFoundError, UnavailableError, UnsupportedOperationError, invalidParams
 } from '../errors/index.js'
 import type { EventBus } from '../bus/types.js'
+import { ORPHAN_MESSAGE, type OrphanPolicy, type TaskKey } from '../cluster/types.js'
+import type { ClusterMember } from '../cluster/member.js'
 import type {
   CancelTaskRequest, CreateTaskPushNotificationConfigRequest, DeleteTaskPushNotificationConfigRequest,
   GetTaskPushNotificationConfigRequest, GetTaskRequest, ListTaskPushNotificationConfigsRequest,
@@ -22,6 +24,7 @@ import {
 import type { PushConfigStore, Scope, StoredPushConfig, TaskChange, TaskStore } from '../store/types.js'
 import { EventQueue } from './event-queue.js'
 import { LazyAbortController } from './lazy-abort.js'
+import { Wakeup } from './wakeup.js'
 import type {
   AgentExecutor, AgentMessageInput, ArtifactInput, ArtifactOptions, CallContext, ExecutionContext, ExecutionEvents
 } from './executor.js'
@@ -57,6 +60,11 @@ export interface RequestHandlerOptions {
   onTaskEvent?: (event: StreamResponse, task: TaskRef) => void
   /** Checks a push config before it is stored; throws (InvalidParams) to refuse it. The SSRF guard hooks in here. */
   checkPushConfig?: (config: StoredPushConfig) => Promise<void>
+  /**
+   * Set with the `cluster` option: turns hold leases, CancelTask reaches the instance running
+   * the task, and SendMessage is deduplicated by messageId (README, *Several instances*).
+   */
+  cluster?: ClusterMember
   logger: Logger
 }
 
@@ -95,9 +103,9 @@ interface TaskRun {
   state?: TaskState
   tail: Promise<unknown>
   pending: number
+  /** Called as each queued change ends (#enqueue). */
+  settled: () => void
   executions: Set<Execution>
-  /** The streams reading the task's events (see #enqueueEvent). */
-  streams: Set<EventQueue<StreamResponse>>
 }
 
 interface Execution {
@@ -112,6 +120,50 @@ interface Execution {
   timedOut: boolean
   /** What the executor was called with; shutdown hands it to the `cancel` hook. */
   context?: ExecutionContext
+  /** Cluster: this instance was taken for dead and another ends the task; nothing more is written. */
+  lost: boolean
+}
+
+interface Turn {
+  resentTo?: undefined
+  taskId: string
+  scope: Scope
+  run: TaskRun
+  done: Promise<void>
+  unsubscribe: () => void
+}
+
+/** The executor method an execution runs: a turn's `execute`, or `resume` of a task whose instance died. */
+type ExecutorCall = 'execute' | 'resume'
+
+/** Cluster: a messageId resent; `resentTo` is the task its first sending started, `reply` that turn's direct reply. */
+interface Resend {
+  resentTo: string
+  reply?: Message
+}
+
+/** What #startTurn did: started the turn, or found that the messageId had already started one. */
+type TurnStart = Turn | (Resend & { scope: Scope })
+
+/** While a resend waits for the turn it repeats to create its task: how often it looks again, at most. */
+const RESEND_POLL_MS = 250
+
+function taskNotFound (id: string): A2AError {
+  return new TaskNotFoundError(id).with({ metadata: { taskId: id } })
+}
+
+/** The bus topic of a task: one per tenant and task id. */
+function topicOf (tenant: string, taskId: string): string {
+  return `${tenant}\u0000${taskId}`
+}
+
+function keyOf (run: TaskRun): TaskKey {
+  return { tenant: run.scope.tenant, taskId: run.taskId }
+}
+
+/** The call context of work the cluster hands this instance (a forwarded cancel, an orphan): no caller is here. */
+function clusterContext (tenant: string, method: string): CallContext {
+  return { binding: 'cluster', method, serviceParams: {}, tenant, extensions: [] }
 }
 
 /**
@@ -182,6 +234,11 @@ export class RequestHandler {
   readonly #options: RequestHandlerOptions
   readonly #executorTimeout: number
   readonly #runs = new Map<string, TaskRun>()
+  /**
+   * The streams reading each task's events, by topic (see #enqueueEvent). By topic, not on
+   * the run: a subscription outlives the run it started in, and paces every later turn.
+   */
+  readonly #followers = new Map<string, Set<EventQueue<StreamResponse>>>()
   /** Every stream handed to a dispatcher and not yet ended: shutdown ends what is left. */
   readonly #streams = new Set<EventQueue<StreamResponse>>()
   #ignoredEvents = 0
@@ -278,6 +335,54 @@ export class RequestHandler {
     return streams.length
   }
 
+  // ---- work the cluster hands this instance (lib/cluster) ----------------------------------
+
+  /** Another instance forwarded CancelTask for a task whose executor runs here. */
+  async cancelForwarded (key: TaskKey): Promise<void> {
+    const scope = { tenant: key.tenant }
+    // Ended meanwhile: the sender reads the outcome from the store.
+    if (!this.#runsHere(scope, key.taskId)) return
+    const task = await this.#options.taskStore.get(key.taskId, scope)
+    if (task === undefined || isTerminal(task.status.state)) return
+    await this.#cancelHere(task, scope, clusterContext(key.tenant, 'CancelTask'))
+  }
+
+  /**
+   * The task's instance died and this one claimed it: a SUBMITTED or WORKING task ends FAILED
+   * with a status message saying so, or `executor.resume` takes it on; others are left as they are.
+   */
+  async endOrphan (key: TaskKey, policy: OrphanPolicy): Promise<void> {
+    const scope = { tenant: key.tenant }
+    const task = await this.#options.taskStore.get(key.taskId, scope)
+    if (task === undefined || isTerminal(task.status.state) || isInterrupted(task.status.state)) return
+    const run = this.#runFor(scope, task)
+    // No execution of it runs here (the claim says so): the stored state is the current one.
+    run.state = task.status.state
+    if (policy === 'resume') return await this.#resume(run, task)
+    await this.#enqueue(run, async () => {
+      if (run.state !== undefined && !isTerminal(run.state) && !isInterrupted(run.state)) {
+        await this.#applyStatus(run, 'TASK_STATE_FAILED', this.#agentMessage(run, ORPHAN_MESSAGE))
+      }
+    })
+  }
+
+  /**
+   * This instance was taken for dead (its lease lapsed): other instances end its tasks. Every
+   * execution is aborted and whatever it emits from now on is ignored. Returns how many.
+   */
+  loseExecutions (): number {
+    let count = 0
+    for (const run of this.#runs.values()) {
+      for (const execution of run.executions) {
+        execution.lost = true
+        execution.controller.abort()
+        count++
+      }
+      run.executions.clear()
+    }
+    return count
+  }
+
   async sendMessage (params: SendMessageRequest, context: CallContext): Promise<SendMessageResponse> {
     const returnImmediately = params.configuration?.returnImmediately === true
     const historyLength = params.configuration?.historyLength
@@ -288,6 +393,7 @@ export class RequestHandler {
       else if (event.task !== undefined && returnImmediately) settle({ task: projectTask(event.task, historyLength) })
       else if (endsTurn(event)) settle(undefined)
     })
+    if (turn.resentTo !== undefined) return await this.#answerResend(turn, turn.scope, returnImmediately, historyLength)
     try {
       const response = await Promise.race([outcome, turn.done.then(() => undefined)])
       if (response !== undefined) return response
@@ -305,6 +411,7 @@ export class RequestHandler {
       queue.push(event)
       if (endsTurn(event)) queue.end()
     })
+    if (turn.resentTo !== undefined) return await this.#followResend(turn, turn.scope, queue)
     this.#follow(turn.run, queue)
     queue.onClose(turn.unsubscribe)
     // Once the execution is done every event of the turn has been pushed.
@@ -340,6 +447,19 @@ export class RequestHandler {
     if (isTerminal(task.status.state)) {
       throw new TaskNotCancelableError(task.id).with({ metadata: { taskId: task.id, state: task.status.state } })
     }
+    const { cluster } = this.#options
+    if (cluster === undefined || this.#runsHere(scope, task.id)) return await this.#cancelHere(task, scope, context)
+    const outcome = await this.#cancelElsewhere(cluster, task, scope)
+    if (outcome !== 'claimed') return outcome
+    try {
+      return await this.#cancelHere(task, scope, context)
+    } finally {
+      cluster.drop({ tenant: scope.tenant, taskId: task.id })
+    }
+  }
+
+  /** CancelTask on this instance: its executions are aborted, the `cancel` hook runs, the task ends CANCELED. */
+  async #cancelHere (task: Task, scope: Scope, context: CallContext): Promise<Task> {
     const { executor } = this.#options
     const executions = [...(this.#runFor(scope, task).executions)]
     for (const execution of executions) execution.controller.abort()
@@ -365,27 +485,48 @@ export class RequestHandler {
     const queue = this.#openStream()
     const run = this.#runFor(this.#scope(context), task)
     this.#follow(run, queue)
-    const { bus } = this.#options
     const deliver = (event: StreamResponse) => {
       queue.push(event)
       if (endsSubscription(event)) queue.end()
     }
     await this.#enqueue(run, async () => {
       // Subscription and snapshot happen between two changes of this process, so no local
-      // event is lost or repeated. Events of other instances that arrive before the
-      // snapshot is read wait behind it.
-      let early: StreamResponse[] | undefined = []
-      queue.onClose(bus.subscribe(run.topic, (event) => { if (early === undefined) deliver(event); else early.push(event) }))
-      await bus.ready?.(run.topic)
-      const current = await this.#loadTask(task.id, context)
+      // event is lost or repeated; those of other instances are sorted out by their versions.
+      const { task: current, release } = await this.#fromSnapshot(queue, run.topic, task.id, run.scope, deliver)
       if (isTerminal(current.status.state)) queue.return()
       this.#refuseTerminal(current, 'subscribe')
-      queue.push({ task: projectTask(current) })
-      const waiting = early
-      early = undefined
-      for (const event of waiting) deliver(event)
+      queue.push({ task: current })
+      release()
     })
     return queue
+  }
+
+  /**
+   * Subscribes `deliver` to the task's events, then reads the task with its version (and
+   * copies it, as it is at that version). Events arriving meanwhile wait until `release()`,
+   * for the snapshot to go first. An event the snapshot holds (another instance stored it
+   * before the read, and it arrived after the subscription) is dropped by its version, before
+   * the release or after: the stream has each event once, in the snapshot or after it.
+   */
+  async #fromSnapshot (
+    queue: EventQueue<StreamResponse>, topic: string, taskId: string, scope: Scope, deliver: (event: StreamResponse) => void
+  ): Promise<{ task: Task, release: () => void }> {
+    const { bus } = this.#options
+    let held: Array<[StreamResponse, number | undefined]> | undefined = []
+    let snapshotVersion: number | undefined
+    const pass = (event: StreamResponse, version: number | undefined) => {
+      if (version === undefined || snapshotVersion === undefined || version > snapshotVersion) deliver(event)
+    }
+    queue.onClose(bus.subscribe(topic, (event, version) => { if (held === undefined) pass(event, version); else held.push([event, version]) }))
+    await bus.ready?.(topic)
+    const snapshot = await this.#loadSnapshot(taskId, scope)
+    snapshotVersion = snapshot.version
+    const release = () => {
+      const waiting = held ?? []
+      held = undefined
+      for (const [event, version] of waiting) pass(event, version)
+    }
+    return { task: projectTask(snapshot.task), release }
   }
 
   async createTaskPushNotificationConfig (params: CreateTaskPushNotificationConfigRequest, context: CallContext): Promise<TaskPushNotificationConfig> {
@@ -434,21 +575,43 @@ export class RequestHandler {
    * Checks the message against its task, subscribes `listener` to the task's events and
    * starts the executor. The listener's first event is the task (or the direct reply).
    */
-  async #startTurn (params: SendMessageRequest, context: CallContext, listener: (event: StreamResponse) => void) {
+  async #startTurn (params: SendMessageRequest, context: CallContext, listener: (event: StreamResponse) => void): Promise<TurnStart> {
     const { message } = params
     this.#checkMediaTypes(message)
     const scope = this.#scope(context)
     const inlinePush = params.configuration?.taskPushNotificationConfig
     if (inlinePush !== undefined) this.#requirePush()
     let existing: Task | undefined
-    if (message.taskId !== undefined && message.taskId !== '') {
-      existing = await this.#loadTask(message.taskId, context)
+    if (message.taskId !== undefined && message.taskId !== '') existing = await this.#loadTask(message.taskId, context)
+    const taskId = existing?.id ?? randomUUID()
+    const { cluster } = this.#options
+    const key = { tenant: scope.tenant, taskId }
+    if (cluster !== undefined) {
+      // Before the checks of the task: a resend of a message that ended its task gets that task.
+      const resend = await this.#claimTurn(cluster, key, message.messageId)
+      if (resend !== undefined) return { ...resend, scope }
+    }
+    try {
+      return await this.#beginTurn(params, context, listener, existing, taskId)
+    } catch (error) {
+      cluster?.drop(key)
+      await cluster?.forgetMessage(key, message.messageId)
+      throw error
+    }
+  }
+
+  async #beginTurn (
+    params: SendMessageRequest, context: CallContext, listener: (event: StreamResponse) => void, existing: Task | undefined, taskId: string
+  ): Promise<Turn> {
+    const { message } = params
+    const scope = this.#scope(context)
+    const inlinePush = params.configuration?.taskPushNotificationConfig
+    if (existing !== undefined) {
       this.#refuseTerminal(existing, 'send a message to')
       if (message.contextId !== undefined && message.contextId !== '' && message.contextId !== existing.contextId) {
         throw invalidParams([{ field: 'message.contextId', description: `does not match the context of task ${existing.id}` }])
       }
     }
-    const taskId = existing?.id ?? randomUUID()
     const contextId = existing?.contextId ?? (message.contextId !== undefined && message.contextId !== '' ? message.contextId : randomUUID())
     const userMessage = withTask(message, taskId, contextId)
     const inlineConfig = inlinePush === undefined ? undefined : this.#pushConfig(inlinePush, taskId)
@@ -486,7 +649,7 @@ export class RequestHandler {
   }
 
   #newExecution (run: TaskRun, userMessage: Message): Execution {
-    return { run, controller: new LazyAbortController(), userMessage, replied: false, timedOut: false }
+    return { run, controller: new LazyAbortController(), userMessage, replied: false, timedOut: false, lost: false }
   }
 
   #openStream (): EventQueue<StreamResponse> {
@@ -513,14 +676,23 @@ export class RequestHandler {
     return result
   }
 
+  /** The executor's `work`, a synchronous throw turned into a rejection like any other (without an async wrapper's promises). */
+  #callExecutor (work: ExecutorCall, context: ExecutionContext, execution: Execution): Promise<void> {
+    const { executor } = this.#options
+    try {
+      return Promise.resolve((executor[work] as AgentExecutor['execute']).call(executor, context, this.#eventsFor(execution)))
+    } catch (error) {
+      return Promise.reject(error)
+    }
+  }
+
   /** Runs the executor, bounded by `executorTimeout`; afterwards no task is left running without an executor. */
-  async #execute (execution: Execution, context: ExecutionContext): Promise<void> {
+  async #execute (execution: Execution, context: ExecutionContext, work: ExecutorCall = 'execute'): Promise<void> {
     const { run } = execution
     let failure: unknown
     let timer: NodeJS.Timeout | undefined
     try {
-      // An async wrapper turns a synchronous throw into a rejection like any other.
-      const running = (async () => await this.#options.executor.execute(context, this.#eventsFor(execution)))()
+      const running = this.#callExecutor(work, context, execution)
       const timedOut = new Promise<'timeout'>(resolve => {
         timer = setTimeout(resolve, this.#executorTimeout, 'timeout')
         // A bound on work is no reason to keep the process alive.
@@ -538,8 +710,18 @@ export class RequestHandler {
       clearTimeout(timer)
       run.executions.delete(execution)
     }
+    try {
+      await this.#finishExecution(execution, failure)
+    } finally {
+      this.#options.cluster?.drop(keyOf(run))
+    }
+  }
+
+  /** After the executor returned: the task is left terminal or interrupted, never running without an executor. */
+  async #finishExecution (execution: Execution, failure: unknown): Promise<void> {
+    const { run } = execution
     await this.#enqueue(run, async () => {
-      if (execution.replied) return
+      if (execution.replied || execution.lost) return
       if (run.state === undefined) {
         // Before any task exists, an A2A error the executor throws is the call's answer.
         if (isA2AError(failure)) throw failure
@@ -561,6 +743,7 @@ export class RequestHandler {
   #eventsFor (execution: Execution): ExecutionEvents {
     const { run } = execution
     const status = (state: TaskState) => (message?: AgentMessageInput) => this.#enqueueEvent(run, 'status', async () => {
+      if (this.#lostEvent(execution, 'status')) return
       if (execution.replied) throw new InvalidAgentResponseError('a status update after a direct message reply')
       await this.#ensureTask(execution)
       if (this.#ignoredAfterEnd(run, 'status')) return
@@ -578,12 +761,14 @@ export class RequestHandler {
       canceled: status('TASK_STATE_CANCELED'),
       rejected: status('TASK_STATE_REJECTED'),
       artifact: (artifact, options) => this.#enqueueEvent(run, 'artifact', async () => {
+        if (this.#lostEvent(execution, 'artifact')) return
         if (execution.replied) throw new InvalidAgentResponseError('an artifact after a direct message reply')
         await this.#ensureTask(execution)
         if (this.#ignoredAfterEnd(run, 'artifact')) return
         await this.#applyArtifact(run, artifact, options)
       }),
       message: (input) => this.#enqueueEvent(run, 'message', async () => {
+        if (this.#lostEvent(execution, 'message')) return
         if (execution.replied) throw new InvalidAgentResponseError('a second direct message reply')
         if (run.state === undefined) {
           // Checked first: an invalid reply is no reply, and the call fails with InvalidAgentResponse.
@@ -594,8 +779,7 @@ export class RequestHandler {
         }
         if (this.#ignoredAfterEnd(run, 'message')) return
         const message = this.#agentMessage(run, input)
-        await this.#options.taskStore.update(run.taskId, { kind: 'history', message }, run.scope)
-        this.#publish(run, { message })
+        this.#publish(run, { message }, await this.#options.taskStore.update(run.taskId, { kind: 'history', message }, run.scope))
       })
     }
   }
@@ -623,15 +807,31 @@ export class RequestHandler {
     })
   }
 
-  /** `queue` reads the run's events: the executor keeps to its pace (#enqueueEvent). */
+  /** `queue` reads the task's events: the executor of this turn and of every later one keeps to its pace (#enqueueEvent). */
   #follow (run: TaskRun, queue: EventQueue<StreamResponse>): void {
-    run.streams.add(queue)
-    queue.onClose(() => run.streams.delete(queue))
+    const { topic } = run
+    let followers = this.#followers.get(topic)
+    if (followers === undefined) this.#followers.set(topic, followers = new Set())
+    followers.add(queue)
+    queue.onClose(() => {
+      followers.delete(queue)
+      if (followers.size === 0 && this.#followers.get(topic) === followers) this.#followers.delete(topic)
+    })
   }
 
   #behind (run: TaskRun): boolean {
-    for (const queue of run.streams) if (queue.buffered * 2 >= this.#options.maxQueuedEvents) return true
+    const followers = this.#followers.get(run.topic)
+    if (followers === undefined) return false
+    for (const queue of followers) if (queue.buffered * 2 >= this.#options.maxQueuedEvents) return true
     return false
+  }
+
+  /** Cluster: was the execution lost to another instance? Then its event is ignored, counted and logged. */
+  #lostEvent (execution: Execution, kind: string): boolean {
+    if (!execution.lost) return false
+    this.#ignoredEvents++
+    this.#options.logger.warn({ taskId: execution.run.taskId, event: kind, ignoredEvents: this.#ignoredEvents }, 'executor event after this instance lost the task: ignored')
+    return true
   }
 
   /** Is the task over? Then the executor's event is ignored, counted and logged. */
@@ -652,19 +852,19 @@ export class RequestHandler {
       status: { state: 'TASK_STATE_SUBMITTED', timestamp: now() },
       history: [execution.userMessage]
     }
-    await this.#options.taskStore.create(task, run.scope)
+    const version = await this.#options.taskStore.create(task, run.scope)
     if (execution.pushConfig !== undefined) await this.#options.pushConfigStore.set(execution.pushConfig, run.scope)
     run.state = task.status.state
-    this.#publish(run, { task: projectTask(task) })
+    this.#publish(run, { task: projectTask(task) }, version)
   }
 
   async #applyStatus (run: TaskRun, state: TaskState, message?: Message): Promise<void> {
     const status = message === undefined ? { state, timestamp: now() } : { state, message, timestamp: now() }
     const { taskStore } = this.#options
     if (message !== undefined) await taskStore.update(run.taskId, { kind: 'history', message }, run.scope)
-    await taskStore.update(run.taskId, { kind: 'status', status }, run.scope)
+    const version = await taskStore.update(run.taskId, { kind: 'status', status }, run.scope)
     run.state = state
-    this.#publish(run, { statusUpdate: { taskId: run.taskId, contextId: run.contextId, status } })
+    this.#publish(run, { statusUpdate: { taskId: run.taskId, contextId: run.contextId, status } }, version)
   }
 
   async #applyArtifact (run: TaskRun, input: ArtifactInput, options: ArtifactOptions = {}): Promise<void> {
@@ -672,15 +872,16 @@ export class RequestHandler {
     const checked = validateArtifact.check(artifact)
     if (!checked.ok) throw new InvalidAgentResponseError(checked.violations.map(v => `${v.field} ${v.description}`).join('; '))
     const change: TaskChange = { kind: 'artifact', artifact, append: options.append === true }
-    await this.#options.taskStore.update(run.taskId, change, run.scope)
+    const version = await this.#options.taskStore.update(run.taskId, change, run.scope)
     const event: StreamResponse = { artifactUpdate: { taskId: run.taskId, contextId: run.contextId, artifact } }
     if (options.append === true) (event.artifactUpdate as { append?: boolean }).append = true
     if (options.lastChunk === true) (event.artifactUpdate as { lastChunk?: boolean }).lastChunk = true
-    this.#publish(run, event)
+    this.#publish(run, event, version)
   }
 
-  #publish (run: TaskRun, event: StreamResponse): void {
-    this.#options.bus.publish(run.topic, event)
+  /** Publishes a stored change's event with the task's version after it (TaskStore); a direct reply goes on the bus without one. */
+  #publish (run: TaskRun, event: StreamResponse, version: number | void): void {
+    this.#options.bus.publish(run.topic, event, typeof version === 'number' ? version : undefined)
     this.#options.onTaskEvent?.(event, { taskId: run.taskId, contextId: run.contextId, scope: run.scope })
   }
 
@@ -702,18 +903,22 @@ export class RequestHandler {
   #enqueue<T> (run: TaskRun, change: () => Promise<T>): Promise<T> {
     run.pending++
     const result = run.tail.then(change)
-    run.tail = result.catch(() => {}).then(() => {
-      run.pending--
-      if (run.pending === 0 && run.executions.size === 0) this.#runs.delete(run.topic)
-    })
+    // The next change waits for this one however it ends: one promise, no closure per change.
+    run.tail = result.then(run.settled, run.settled)
     return result
   }
 
+  /** A change of the run is over; the run goes once none is queued and no execution runs. */
+  #settled (run: TaskRun): void {
+    run.pending--
+    if (run.pending === 0 && run.executions.size === 0) this.#runs.delete(run.topic)
+  }
+
   #runFor (scope: Scope, task: Pick<Task, 'id' | 'contextId'> & { status?: Task['status'] }): TaskRun {
-    const topic = `${scope.tenant}\u0000${task.id}`
+    const topic = topicOf(scope.tenant, task.id)
     let run = this.#runs.get(topic)
     if (run === undefined) {
-      run = {
+      const created: TaskRun = run = {
         topic,
         scope,
         taskId: task.id,
@@ -721,12 +926,176 @@ export class RequestHandler {
         state: task.status?.state,
         tail: Promise.resolve(),
         pending: 0,
-        executions: new Set(),
-        streams: new Set()
+        settled: () => this.#settled(created),
+        executions: new Set()
       }
       this.#runs.set(topic, run)
     }
     return run
+  }
+
+  // ---- cluster ----------------------------------------------------------------------------
+
+  /** Does an executor of the task run in this process? */
+  #runsHere (scope: Scope, taskId: string): boolean {
+    return (this.#runs.get(topicOf(scope.tenant, taskId))?.executions.size ?? 0) > 0
+  }
+
+  /**
+   * CancelTask for a task whose executor runs on other instances: they are told (again every
+   * heartbeat interval: a command can be lost) and the call waits for the task's terminal event,
+   * at most `cancelTimeout`. When no live instance runs it, this one claims it and cancels it here.
+   */
+  async #cancelElsewhere (cluster: ClusterMember, task: Task, scope: Scope): Promise<Task | 'claimed'> {
+    const { bus } = this.#options
+    const key = { tenant: scope.tenant, taskId: task.id }
+    const topic = topicOf(scope.tenant, task.id)
+    const wakeup = new Wakeup()
+    const unsubscribe = bus.subscribe(topic, (event) => { if (endsSubscription(event)) wakeup.wake() })
+    try {
+      await bus.ready?.(topic)
+      const { cancelTimeout, heartbeatInterval } = cluster.options
+      const deadline = Date.now() + cancelTimeout
+      for (;;) {
+        const current = await this.#loadIn(task.id, scope)
+        if (isTerminal(current.status.state)) return projectTask(current)
+        const owners = (await cluster.owners(key)).filter(owner => owner !== cluster.instanceId)
+        if (owners.length === 0 && await cluster.claim(key)) return 'claimed'
+        for (const owner of owners) cluster.sendCancel(owner, key)
+        const left = deadline - Date.now()
+        if (left <= 0) {
+          throw new UnavailableError(`the instance running task ${task.id} did not confirm the cancel within ${cancelTimeout} ms`)
+            .with({ metadata: { taskId: task.id } })
+        }
+        await wakeup.pause(Math.min(left, heartbeatInterval))
+      }
+    } finally {
+      unsubscribe()
+    }
+  }
+
+  /**
+   * Holds the task's lease, then records the messageId as this turn's. When an earlier sending
+   * of the messageId started a turn, gives the lease back and returns what became of that turn.
+   */
+  async #claimTurn (cluster: ClusterMember, key: TaskKey, messageId: string): Promise<Resend | undefined> {
+    // The lease first: a recorded messageId always has its task, or a live lease, behind it.
+    await cluster.hold(key)
+    try {
+      for (;;) {
+        const original = await cluster.claimMessage(key, messageId)
+        if (original === undefined) return undefined
+        const earlier = await this.#earlierTurn(cluster, { tenant: key.tenant, taskId: original })
+        if (earlier !== undefined) {
+          cluster.drop(key)
+          return earlier
+        }
+        // The earlier turn left nothing to attach to (it answered with a message, or its instance died first): this one starts over.
+        if (await cluster.reclaimMessage(key, messageId, original)) return undefined
+      }
+    } catch (error) {
+      cluster.drop(key)
+      throw error
+    }
+  }
+
+  /**
+   * The turn an earlier sending started on the task `key`: its task once it exists, or its direct
+   * reply if it sends one meanwhile; undefined once it left neither and no instance runs it.
+   */
+  async #earlierTurn (cluster: ClusterMember, key: TaskKey): Promise<Resend | undefined> {
+    const { bus, taskStore } = this.#options
+    const topic = topicOf(key.tenant, key.taskId)
+    const wakeup = new Wakeup()
+    let reply: Message | undefined
+    const unsubscribe = bus.subscribe(topic, (event) => {
+      if (event.message !== undefined && event.message.taskId === undefined) reply = event.message
+      wakeup.wake()
+    })
+    try {
+      await bus.ready?.(topic)
+      for (;;) {
+        if (reply !== undefined) return { resentTo: key.taskId, reply }
+        if (await taskStore.get(key.taskId, { tenant: key.tenant }) !== undefined) return { resentTo: key.taskId }
+        if ((await cluster.owners(key)).length === 0) return undefined
+        // Its first event (the task, or the reply) is a moment away; a reply published before this listened is not seen.
+        await wakeup.pause(Math.min(RESEND_POLL_MS, cluster.options.heartbeatInterval))
+      }
+    } finally {
+      unsubscribe()
+    }
+  }
+
+  /** SendMessage of a resent messageId: the answer of the turn its first sending started (at once with returnImmediately). */
+  async #answerResend (resend: Resend, scope: Scope, returnImmediately: boolean, historyLength?: number): Promise<SendMessageResponse> {
+    if (resend.reply !== undefined) return { message: resend.reply }
+    for await (const event of await this.#followResend(resend, scope)) {
+      if (event.message !== undefined && event.message.taskId === undefined) return { message: event.message }
+      if (event.task !== undefined && returnImmediately) return { task: projectTask(event.task, historyLength) }
+    }
+    return { task: projectTask(await this.#loadIn(resend.resentTo, scope), historyLength) }
+  }
+
+  /**
+   * A resent messageId's stream: the turn its first sending started, wherever it runs, from the
+   * task as it is now (or its direct reply alone). It ends as that turn's stream does: after a
+   * terminal state, or an interrupted one once no instance runs the task.
+   */
+  async #followResend (resend: Resend, scope: Scope, queue = this.#openStream()): Promise<EventQueue<StreamResponse>> {
+    if (resend.reply !== undefined) {
+      queue.push({ message: resend.reply })
+      queue.end()
+      return queue
+    }
+    const cluster = this.#options.cluster as ClusterMember
+    const taskId = resend.resentTo
+    const deliver = (event: StreamResponse) => {
+      queue.push(event)
+      if (endsTurn(event)) queue.end()
+    }
+    const { task, release } = await this.#fromSnapshot(queue, topicOf(scope.tenant, taskId), taskId, scope, deliver)
+    const running = (await cluster.owners({ tenant: scope.tenant, taskId })).length > 0
+    queue.push({ task })
+    const { state } = task.status
+    if (isTerminal(state) || (isInterrupted(state) && !running)) queue.end()
+    release()
+    this.#watchResend(cluster, queue, taskId, scope)
+    return queue
+  }
+
+  /**
+   * A resend's stream waits on another turn, which may end unseen (its last event published
+   * before this instance listened): every heartbeat interval, once no instance holds the task
+   * and it is terminal or interrupted, the stream ends with the task as stored. (A task whose
+   * instance died is failed by the sweep, whose event ends the stream.)
+   */
+  #watchResend (cluster: ClusterMember, queue: EventQueue<StreamResponse>, taskId: string, scope: Scope): void {
+    const look = async () => {
+      if ((await cluster.owners({ tenant: scope.tenant, taskId })).length > 0) return
+      const task = await this.#loadIn(taskId, scope)
+      if (!isTerminal(task.status.state) && !isInterrupted(task.status.state)) return
+      queue.push({ task: projectTask(task) })
+      queue.end()
+    }
+    const timer = setInterval(() => {
+      look().catch((error: unknown) => queue.fail(error))
+    }, cluster.options.heartbeatInterval)
+    queue.onClose(() => clearInterval(timer))
+  }
+
+  /** `executor.resume` takes on a task whose instance died; it holds the task's lease like a turn. */
+  async #resume (run: TaskRun, task: Task): Promise<void> {
+    const cluster = this.#options.cluster as ClusterMember
+    const execution = this.#newExecution(run, lastUserMessage(task))
+    run.executions.add(execution)
+    try {
+      await cluster.hold(keyOf(run))
+    } catch (error) {
+      run.executions.delete(execution)
+      throw error
+    }
+    const context = execution.context = this.#executionContext(execution, projectTask(task), clusterContext(run.scope.tenant, 'SendMessage'))
+    this.#execute(execution, context, 'resume').catch((error: unknown) => this.#options.logger.error({ err: error, taskId: run.taskId }, 'executor resume failed'))
   }
 
   // ---- checks ---------------------------------------------------------------------------
@@ -736,9 +1105,22 @@ export class RequestHandler {
   }
 
   async #loadTask (id: string, context: CallContext): Promise<Task> {
-    const task = await this.#options.taskStore.get(id, this.#scope(context))
-    if (task === undefined) throw new TaskNotFoundError(id).with({ metadata: { taskId: id } })
+    return await this.#loadIn(id, this.#scope(context))
+  }
+
+  async #loadIn (id: string, scope: Scope): Promise<Task> {
+    const task = await this.#options.taskStore.get(id, scope)
+    if (task === undefined) throw taskNotFound(id)
     return task
+  }
+
+  /** The task with its version; no version from a store that counts none. */
+  async #loadSnapshot (id: string, scope: Scope): Promise<{ task: Task, version?: number }> {
+    const { taskStore } = this.#options
+    if (taskStore.getVersioned === undefined) return { task: await this.#loadIn(id, scope) }
+    const snapshot = await taskStore.getVersioned(id, scope)
+    if (snapshot === undefined) throw taskNotFound(id)
+    return snapshot
   }
 
   #refuseTerminal (task: Task, action: string): void {

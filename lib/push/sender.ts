@@ -3,13 +3,15 @@
 // executor and the streams never wait for a webhook. Each config has its own FIFO
 // queue, so a config sees its task's events in order, and a slow or failing webhook
 // holds up only itself. Queues live in memory: events not yet delivered when the
-// process stops are lost.
+// process stops are lost, unless an outbox (the `cluster` option) records each delivery
+// until its outcome, for another instance to take over.
 import http from 'node:http'
 import https from 'node:https'
 import type { LookupFunction } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { invalidParams } from '../errors/index.js'
 import type { Logger, TaskRef } from '../handler/request-handler.js'
+import type { OutboxDelivery } from '../cluster/types.js'
 import type { StreamResponse, TaskPushNotificationConfig } from '../schema/wire.js'
 import type { PushConfigStore } from '../store/types.js'
 import { hostOf, WebhookGuard, WebhookRefusedError, type Resolver } from './ssrf.js'
@@ -37,6 +39,18 @@ export interface PushOptions {
 }
 
 export type PushOutcome = 'delivered' | 'failed' | 'refused' | 'dropped'
+
+/**
+ * Durable deliveries (the `cluster` option): each is recorded before its first attempt and
+ * forgotten after its outcome, so the instance that takes over a dead one delivers what it left.
+ */
+export interface PushOutbox {
+  /** Records one delivery per config of the event's task; returns their ids in the order of `configIds`. */
+  record (ref: TaskRef, event: StreamResponse, configIds: string[]): Promise<string[]>
+  /** Is the delivery still this instance's? False once another took it over. */
+  owns (id: string): Promise<boolean>
+  finish (id: string): Promise<void>
+}
 
 export interface PushDeliveryReport {
   /**
@@ -88,6 +102,10 @@ interface Delivery {
   body: string
   ref: TaskRef
   configId: string
+  /** Its record in the outbox, when there is one. */
+  outboxId?: string
+  /** The record stays for another instance to deliver (this one closed, or was taken over). */
+  kept?: boolean
 }
 
 interface Attempt {
@@ -101,6 +119,7 @@ interface Attempt {
 export class PushSender {
   readonly #options: NormalizedPushOptions
   readonly #store: PushConfigStore
+  readonly #outbox: PushOutbox | undefined
   readonly #logger: Logger
   readonly #guard: WebhookGuard
   readonly #agents = { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) }
@@ -116,8 +135,9 @@ export class PushSender {
   #idleWaiters: Array<() => void> = []
   readonly stats: Record<PushOutcome, number> = { delivered: 0, failed: 0, refused: 0, dropped: 0 }
 
-  constructor (store: PushConfigStore, options: NormalizedPushOptions, logger: Logger) {
+  constructor (store: PushConfigStore, options: NormalizedPushOptions, logger: Logger, outbox?: PushOutbox) {
     this.#store = store
+    this.#outbox = outbox
     this.#options = options
     this.#logger = logger
     this.#guard = new WebhookGuard(options.allow, options.resolve)
@@ -150,6 +170,9 @@ export class PushSender {
   notify = (event: StreamResponse, ref: TaskRef): void => {
     if (this.#closing.signal.aborted) return
     const topic = `${ref.scope.tenant}\u0000${ref.taskId}`
+    // A store that knows at once that the task has no config spares the lookup (most tasks
+    // have none); not while an earlier event's lookup waits, which keeps the order.
+    if (this.#store.hasConfigs?.(ref.taskId, ref.scope) === false && !this.#lookups.has(topic)) return
     this.#busy++
     const link: { tail?: Promise<void> } = {}
     link.tail = this.#lookUp(this.#lookups.get(topic), event, ref, topic, link)
@@ -168,6 +191,13 @@ export class PushSender {
     } finally {
       if (this.#lookups.get(topic) === link.tail) this.#lookups.delete(topic)
       this.#settle()
+    }
+  }
+
+  /** Queues deliveries taken over from an instance that died, in their recorded order. */
+  resume (deliveries: OutboxDelivery[]): void {
+    for (const { id, tenant, taskId, contextId, configId, event } of deliveries) {
+      this.#enqueue({ event, body: JSON.stringify(event), ref: { taskId, contextId, scope: { tenant } }, configId, outboxId: id })
     }
   }
 
@@ -190,14 +220,19 @@ export class PushSender {
     let pageToken: string | undefined
     do {
       const page = await this.#store.list(ref.taskId, { pageSize: PAGE_SIZE, pageToken }, ref.scope)
-      for (const config of page.configs) this.#enqueue({ event, body: body ??= JSON.stringify(event), ref, configId: config.id as string })
+      const configIds = page.configs.map(config => config.id as string)
+      const outboxIds = this.#outbox === undefined || configIds.length === 0 ? [] : await this.#outbox.record(ref, event, configIds)
+      configIds.forEach((configId, i) => this.#enqueue({ event, body: body ??= JSON.stringify(event), ref, configId, outboxId: outboxIds[i] }))
       pageToken = page.nextPageToken
     } while (pageToken !== '')
   }
 
   #enqueue (delivery: Delivery): void {
     if (this.#closing.signal.aborted || this.#queued >= this.#options.maxQueued) {
-      this.#report(delivery, { outcome: 'dropped', attempts: 0, reason: this.#closing.signal.aborted ? 'closing' : 'queue full' })
+      const closing = this.#closing.signal.aborted
+      this.#report(delivery, { outcome: 'dropped', attempts: 0, reason: closing ? 'closing' : 'queue full' })
+      if (closing) delivery.kept = true
+      this.#forget(delivery)
       return
     }
     this.#queued++
@@ -217,7 +252,12 @@ export class PushSender {
     for (let delivery = queue[0]; delivery !== undefined; delivery = queue[0]) {
       try {
         await this.#deliver(delivery)
+      } catch (error) {
+        // A store that failed (the configs, the outbox) ends this delivery, not the config's queue.
+        this.#logger.error({ err: error, taskId: delivery.ref.taskId, configId: delivery.configId }, 'push: delivery failed on a store error')
+        this.#report(delivery, { outcome: 'failed', attempts: 0, reason: 'store error' })
       } finally {
+        this.#forget(delivery)
         queue.shift()
         this.#queued--
         this.#settle()
@@ -230,13 +270,18 @@ export class PushSender {
     const { ref, configId } = delivery
     const signal = this.#closing.signal
     for (let attempts = 1; ; attempts++) {
-      if (signal.aborted) return this.#report(delivery, { outcome: 'dropped', attempts: attempts - 1, reason: 'closing' })
+      if (signal.aborted) return this.#closed(delivery, attempts - 1)
+      // Taken over by another instance (this one was taken for dead): that one delivers it.
+      if (delivery.outboxId !== undefined && !(await this.#outbox?.owns(delivery.outboxId))) {
+        delivery.kept = true
+        return
+      }
       // Read fresh each time: a deleted config gets nothing more; a replaced one its new URL.
       const config = await this.#store.get(ref.taskId, configId, ref.scope)
       if (config === undefined) return
       const attempt = await this.#attempt(config, delivery.body)
       if (attempt.ok) return this.#report(delivery, { outcome: 'delivered', attempts, status: attempt.status })
-      if (signal.aborted) return this.#report(delivery, { outcome: 'dropped', attempts, reason: 'closing' })
+      if (signal.aborted) return this.#closed(delivery, attempts)
       if (!attempt.retry || attempts >= this.#options.maxAttempts) {
         const outcome = attempt.refused === true ? 'refused' : 'failed'
         this.#logger.warn({ taskId: ref.taskId, configId, attempts, status: attempt.status, reason: attempt.reason }, `push delivery ${outcome}`)
@@ -246,6 +291,20 @@ export class PushSender {
         await sleep(this.#backoff(attempts), undefined, { signal })
       } catch {}
     }
+  }
+
+  /** Closing stops the delivery here; its outbox record stays for another instance. */
+  #closed (delivery: Delivery, attempts: number): void {
+    delivery.kept = true
+    this.#report(delivery, { outcome: 'dropped', attempts, reason: 'closing' })
+  }
+
+  /** The delivery had its outcome: its outbox record goes, unless another instance is to deliver it. */
+  #forget (delivery: Delivery): void {
+    if (delivery.outboxId === undefined || delivery.kept === true) return
+    this.#outbox?.finish(delivery.outboxId).catch((error: unknown) => {
+      this.#logger.warn({ err: error, taskId: delivery.ref.taskId, configId: delivery.configId }, 'push: could not clear a delivery from the outbox; it may be sent again')
+    })
   }
 
   /** Exponential backoff with jitter: half the step is fixed, half random. */

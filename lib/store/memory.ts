@@ -5,7 +5,7 @@ import { InvalidParamsError, UnavailableError } from '../errors/index.js'
 import type { Task } from '../schema/wire.js'
 import { isTerminal } from '../handler/states.js'
 import type {
-  ListTasksPage, ListTasksQuery, PushConfigPage, PushConfigStore, Scope, StoredPushConfig, TaskChange, TaskStore
+  ListTasksPage, ListTasksQuery, PushConfigPage, PushConfigStore, Scope, StoredPushConfig, TaskChange, TaskStore, VersionedTask
 } from './types.js'
 import type { TaskPushNotificationConfig } from '../schema/wire.js'
 
@@ -22,15 +22,18 @@ interface Entry {
   task: Task
   /** Status timestamp in ms: the sort key of ListTasks. */
   updatedAt: number
+  /** 1 when created, one more per change (TaskStore). */
+  version: number
+  /** Set once the task is terminal. */
+  mark?: TerminalMark
 }
 
 interface TerminalMark {
-  key: string
+  tenant: string
+  id: string
   /** When the task became terminal, in ms. */
   since: number
 }
-
-const key = (scope: Scope, id: string) => `${scope.tenant}\u0000${id}`
 
 export function encodeCursor (updatedAt: number, id: string): string {
   return Buffer.from(JSON.stringify([updatedAt, id])).toString('base64url')
@@ -51,19 +54,22 @@ function before (a: Entry, b: Entry): number {
 
 export class MemoryTaskStore implements TaskStore {
   readonly isolatesTenants = true
-  readonly #tasks = new Map<string, Entry>()
-  /** The terminal tasks' marks, by key. */
-  readonly #terminal = new Map<string, TerminalMark>()
+  /** Tenant → task id → entry: a lookup builds no key string (a call makes several). */
+  readonly #tenants = new Map<string, Map<string, Entry>>()
+  #count = 0
   /**
-   * The same marks in the order their tasks became terminal: the TTL sweep and the eviction
-   * read from the front, skipping a mark no longer in #terminal. Reading the Map's first key
-   * instead steps over every entry deleted since V8 last compacted it, thousands per create.
+   * The terminal tasks' marks in the order their tasks became terminal: the TTL sweep and
+   * the eviction read from the front, skipping a mark whose task is gone. (A Map's first
+   * key, read instead, steps over every entry deleted since V8 last compacted it.)
    */
   #terminalOrder: TerminalMark[] = []
   #terminalHead = 0
   readonly #ttl: number
   readonly #maxTasks: number
   readonly #now: () => number
+  /** The last status timestamp parsed, and its ms: a turn's timestamps mostly repeat it. */
+  #lastTimestamp = ''
+  #lastTimestampMs = Number.NaN
 
   constructor (options: MemoryTaskStoreOptions = {}) {
     this.#ttl = options.ttl ?? 3_600_000
@@ -72,42 +78,45 @@ export class MemoryTaskStore implements TaskStore {
   }
 
   get size (): number {
-    return this.#tasks.size
+    return this.#count
   }
 
-  async create (task: Task, scope: Scope): Promise<void> {
+  async create (task: Task, scope: Scope): Promise<number> {
     this.#sweep()
-    if (this.#tasks.size >= this.#maxTasks) {
+    if (this.#count >= this.#maxTasks) {
       const oldest = this.#oldestTerminal()
       if (oldest === undefined) throw new UnavailableError('the task store is full')
-      this.#evict(oldest)
+      this.#evict(oldest.tenant, oldest.id)
     }
-    const k = key(scope, task.id)
-    this.#tasks.set(k, { task, updatedAt: Date.parse(task.status.timestamp ?? '') || this.#now() })
-    if (isTerminal(task.status.state)) this.#markTerminal(k)
+    let tasks = this.#tenants.get(scope.tenant)
+    if (tasks === undefined) this.#tenants.set(scope.tenant, tasks = new Map())
+    const replaced = tasks.get(task.id)
+    if (replaced === undefined) this.#count++
+    // A task created again under its id keeps its terminal mark, as it keeps its key.
+    const entry: Entry = { task, updatedAt: this.#timeOf(task.status.timestamp), version: 1, mark: replaced?.mark }
+    tasks.set(task.id, entry)
+    if (isTerminal(task.status.state)) this.#markTerminal(entry, scope.tenant, task.id)
+    return entry.version
   }
 
   async get (id: string, scope: Scope): Promise<Task | undefined> {
-    const k = key(scope, id)
-    const entry = this.#tasks.get(k)
-    if (entry === undefined) return undefined
-    if (this.#expired(k)) {
-      this.#evict(k)
-      return undefined
-    }
-    return entry.task
+    return this.#live(id, scope)?.task
   }
 
-  async update (id: string, change: TaskChange, scope: Scope): Promise<void> {
-    const k = key(scope, id)
-    const entry = this.#tasks.get(k)
-    if (entry === undefined) return
+  async getVersioned (id: string, scope: Scope): Promise<VersionedTask | undefined> {
+    const entry = this.#live(id, scope)
+    return entry === undefined ? undefined : { task: entry.task, version: entry.version }
+  }
+
+  async update (id: string, change: TaskChange, scope: Scope): Promise<number | undefined> {
+    const entry = this.#tenants.get(scope.tenant)?.get(id)
+    if (entry === undefined) return undefined
     const { task } = entry
     switch (change.kind) {
       case 'status':
         task.status = change.status
-        entry.updatedAt = Date.parse(change.status.timestamp ?? '') || this.#now()
-        if (isTerminal(change.status.state)) this.#markTerminal(k)
+        entry.updatedAt = this.#timeOf(change.status.timestamp)
+        if (isTerminal(change.status.state)) this.#markTerminal(entry, scope.tenant, id)
         break
       case 'history':
         (task.history ??= []).push(change.message)
@@ -127,13 +136,13 @@ export class MemoryTaskStore implements TaskStore {
         break
       }
     }
+    return ++entry.version
   }
 
   async list (query: ListTasksQuery, scope: Scope): Promise<ListTasksPage> {
-    const prefix = `${scope.tenant}\u0000`
     const matching: Entry[] = []
-    for (const [k, entry] of this.#tasks) {
-      if (!k.startsWith(prefix) || this.#expired(k)) continue
+    for (const entry of this.#tenants.get(scope.tenant)?.values() ?? []) {
+      if (this.#expired(entry)) continue
       const { task } = entry
       if (query.contextId !== undefined && task.contextId !== query.contextId) continue
       if (query.status !== undefined && task.status.state !== query.status) continue
@@ -158,29 +167,46 @@ export class MemoryTaskStore implements TaskStore {
     }
   }
 
-  #expired (k: string): boolean {
-    const mark = this.#terminal.get(k)
-    return mark !== undefined && this.#now() - mark.since >= this.#ttl
+  /** The task's entry unless it is missing or expired (an expired one is evicted now). */
+  #live (id: string, scope: Scope): Entry | undefined {
+    const entry = this.#tenants.get(scope.tenant)?.get(id)
+    if (entry === undefined) return undefined
+    if (this.#expired(entry)) {
+      this.#evict(scope.tenant, id)
+      return undefined
+    }
+    return entry
   }
 
-  /** As Map.set did: a task marked again keeps its place in the order, with the new time. */
-  #markTerminal (k: string): void {
-    const mark = this.#terminal.get(k)
-    if (mark !== undefined) {
-      mark.since = this.#now()
+  /** A status timestamp in ms; the clock's time when it has none or is not a date. */
+  #timeOf (timestamp: string | undefined): number {
+    if (timestamp !== this.#lastTimestamp) {
+      this.#lastTimestamp = timestamp ?? ''
+      this.#lastTimestampMs = Date.parse(this.#lastTimestamp)
+    }
+    return this.#lastTimestampMs || this.#now()
+  }
+
+  #expired (entry: Entry): boolean {
+    return entry.mark !== undefined && this.#now() - entry.mark.since >= this.#ttl
+  }
+
+  /** A task marked again keeps its place in the order, with the new time. */
+  #markTerminal (entry: Entry, tenant: string, id: string): void {
+    if (entry.mark !== undefined) {
+      entry.mark.since = this.#now()
       return
     }
-    const fresh = { key: k, since: this.#now() }
-    this.#terminal.set(k, fresh)
-    this.#terminalOrder.push(fresh)
+    entry.mark = { tenant, id, since: this.#now() }
+    this.#terminalOrder.push(entry.mark)
   }
 
-  /** The key of the task that became terminal first. */
-  #oldestTerminal (): string | undefined {
+  /** The mark of the task that became terminal first. */
+  #oldestTerminal (): TerminalMark | undefined {
     const order = this.#terminalOrder
     while (this.#terminalHead < order.length) {
       const mark = order[this.#terminalHead] as TerminalMark
-      if (this.#terminal.get(mark.key) === mark) return mark.key
+      if (this.#tenants.get(mark.tenant)?.get(mark.id)?.mark === mark) return mark
       this.#terminalHead++
       if (this.#terminalHead > 1024 && this.#terminalHead * 2 > order.length) {
         this.#terminalOrder = order.slice(this.#terminalHead)
@@ -191,34 +217,44 @@ export class MemoryTaskStore implements TaskStore {
     return undefined
   }
 
-  #evict (k: string): void {
-    this.#tasks.delete(k)
-    this.#terminal.delete(k)
+  #evict (tenant: string, id: string): void {
+    const tasks = this.#tenants.get(tenant)
+    if (tasks === undefined || !tasks.delete(id)) return
+    this.#count--
+    if (tasks.size === 0) this.#tenants.delete(tenant)
   }
 
   #sweep (): void {
-    for (let k = this.#oldestTerminal(); k !== undefined && this.#expired(k); k = this.#oldestTerminal()) this.#evict(k)
+    for (let mark = this.#oldestTerminal(); mark !== undefined && this.#now() - mark.since >= this.#ttl; mark = this.#oldestTerminal()) {
+      this.#evict(mark.tenant, mark.id)
+    }
   }
 }
 
 export class MemoryPushConfigStore implements PushConfigStore {
   readonly isolatesTenants = true
-  /** task key → (config id → config), in creation order. */
-  readonly #configs = new Map<string, Map<string, TaskPushNotificationConfig>>()
+  /** Tenant → task id → (config id → config), in creation order. */
+  readonly #tenants = new Map<string, Map<string, Map<string, TaskPushNotificationConfig>>>()
 
   async set (config: StoredPushConfig, scope: Scope): Promise<void> {
-    const k = key(scope, config.taskId)
-    let forTask = this.#configs.get(k)
-    if (forTask === undefined) this.#configs.set(k, forTask = new Map())
+    let tasks = this.#tenants.get(scope.tenant)
+    if (tasks === undefined) this.#tenants.set(scope.tenant, tasks = new Map())
+    let forTask = tasks.get(config.taskId)
+    if (forTask === undefined) tasks.set(config.taskId, forTask = new Map())
     forTask.set(config.id, config)
   }
 
   async get (taskId: string, id: string, scope: Scope): Promise<TaskPushNotificationConfig | undefined> {
-    return this.#configs.get(key(scope, taskId))?.get(id)
+    return this.#forTask(taskId, scope)?.get(id)
+  }
+
+  hasConfigs (taskId: string, scope: Scope): boolean {
+    // A task's map goes when its last config does.
+    return this.#forTask(taskId, scope) !== undefined
   }
 
   async list (taskId: string, page: { pageSize: number, pageToken?: string }, scope: Scope): Promise<PushConfigPage> {
-    const all = [...(this.#configs.get(key(scope, taskId))?.values() ?? [])]
+    const all = [...(this.#forTask(taskId, scope)?.values() ?? [])]
     let start = 0
     if (page.pageToken !== undefined && page.pageToken !== '') {
       const [offset] = decodeCursor(page.pageToken)
@@ -230,10 +266,16 @@ export class MemoryPushConfigStore implements PushConfigStore {
   }
 
   async delete (taskId: string, id: string, scope: Scope): Promise<void> {
-    const k = key(scope, taskId)
-    const forTask = this.#configs.get(k)
-    if (forTask === undefined) return
+    const tasks = this.#tenants.get(scope.tenant)
+    const forTask = tasks?.get(taskId)
+    if (tasks === undefined || forTask === undefined) return
     forTask.delete(id)
-    if (forTask.size === 0) this.#configs.delete(k)
+    if (forTask.size > 0) return
+    tasks.delete(taskId)
+    if (tasks.size === 0) this.#tenants.delete(scope.tenant)
+  }
+
+  #forTask (taskId: string, scope: Scope): Map<string, TaskPushNotificationConfig> | undefined {
+    return this.#tenants.get(scope.tenant)?.get(taskId)
   }
 }

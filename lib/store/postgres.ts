@@ -1,14 +1,17 @@
 // PostgreSQL stores (`pg`). The tables live in one schema, created by the migrations
 // `openPostgresStores` runs at start-up (also exported as `migratePostgres`). Chunks of
-// an artifact are rows: an append is one INSERT, never a rewrite of the task. Every
-// change is one statement or one transaction whose first statement locks the row it
-// changes, so concurrent writers, in one process or several, lose no update.
+// an artifact are rows: an append is one INSERT, never a rewrite of the artifact. Every
+// change is one statement or one transaction whose first step adds one to the task's
+// version, which locks the task's row: the changes of a task, from one process or several,
+// apply one at a time, lose no update, and are numbered in the order they commit.
 import pg from 'pg'
 import type { Artifact, Message, Task, TaskPushNotificationConfig, TaskStatus } from '../schema/wire.js'
+import { PostgresClusterStore } from '../cluster/postgres.js'
 import { decodeCursor, encodeCursor } from './memory.js'
+import { transaction } from './pg-transaction.js'
 import { expiry, joinArtifact, joinTask, splitArtifact, statusTime, UNFINISHED_STATES, type ArtifactFields, type Chunk } from './rows.js'
 import type {
-  ListTasksPage, ListTasksQuery, PushConfigPage, PushConfigStore, Scope, StoredPushConfig, TaskChange, TaskStore, UnfinishedTask
+  ListTasksPage, ListTasksQuery, PushConfigPage, PushConfigStore, Scope, StoredPushConfig, TaskChange, TaskStore, UnfinishedTask, VersionedTask
 } from './types.js'
 
 export interface PostgresStoreOptions {
@@ -27,6 +30,8 @@ export interface PostgresStoreOptions {
 export interface PostgresStores {
   taskStore: PostgresTaskStore
   pushConfigStore: PostgresPushConfigStore
+  /** For the `cluster` option: leases, messageIds and the push outbox, in the same schema. */
+  clusterStore: PostgresClusterStore
   /** Ends the pool when the stores created it. */
   close (): Promise<void>
 }
@@ -85,6 +90,42 @@ const MIGRATIONS: Array<(S: string) => string> = [S => `
     config JSON NOT NULL,
     UNIQUE (tenant, task_id, id)
   );
+`, S => `
+  -- The cluster (lib/cluster/postgres.ts): live instances, who runs which task, the
+  -- messageIds already started, and push deliveries not yet done.
+  CREATE TABLE ${S}.a2a_instances (
+    id TEXT COLLATE "C" PRIMARY KEY,
+    expires_at TIMESTAMPTZ NOT NULL
+  );
+  CREATE TABLE ${S}.a2a_task_leases (
+    tenant TEXT COLLATE "C" NOT NULL,
+    task_id TEXT COLLATE "C" NOT NULL,
+    owner TEXT COLLATE "C" NOT NULL,
+    PRIMARY KEY (tenant, task_id, owner)
+  );
+  CREATE INDEX a2a_task_leases_owner ON ${S}.a2a_task_leases (owner);
+  CREATE TABLE ${S}.a2a_message_ids (
+    tenant TEXT COLLATE "C" NOT NULL,
+    message_id TEXT COLLATE "C" NOT NULL,
+    task_id TEXT COLLATE "C" NOT NULL,
+    created_at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp(),
+    PRIMARY KEY (tenant, message_id)
+  );
+  CREATE INDEX a2a_message_ids_age ON ${S}.a2a_message_ids (created_at);
+  CREATE TABLE ${S}.a2a_push_outbox (
+    seq BIGSERIAL PRIMARY KEY,
+    owner TEXT COLLATE "C" NOT NULL,
+    tenant TEXT COLLATE "C" NOT NULL,
+    task_id TEXT COLLATE "C" NOT NULL,
+    context_id TEXT NOT NULL,
+    config_id TEXT COLLATE "C" NOT NULL,
+    event JSON NOT NULL
+  );
+  CREATE INDEX a2a_push_outbox_owner ON ${S}.a2a_push_outbox (owner, seq);
+`, S => `
+  -- A task's version (TaskStore): 1 when created, one more per change. No index holds it,
+  -- so adding one is a HOT update of the task's row.
+  ALTER TABLE ${S}.a2a_tasks ADD COLUMN version BIGINT NOT NULL DEFAULT 1;
 `]
 
 /** Any number like this one serialises migrations of every schema across processes. */
@@ -127,24 +168,8 @@ export async function openPostgresStores (options: PostgresStoreOptions): Promis
   return {
     taskStore: new PostgresTaskStore(pool, { ...options, schema }),
     pushConfigStore: new PostgresPushConfigStore(pool, schema),
+    clusterStore: new PostgresClusterStore(pool, schema),
     close: async () => { if (owned) await pool.end() }
-  }
-}
-
-async function transaction<T> (pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-  const client = await pool.connect()
-  let broken: Error | undefined
-  try {
-    await client.query('BEGIN')
-    const result = await work(client)
-    await client.query('COMMIT')
-    return result
-  } catch (error) {
-    await client.query('ROLLBACK').catch((rollbackError: Error) => { broken = rollbackError })
-    throw error
-  } finally {
-    // A connection that cannot roll back is discarded, not returned to the pool.
-    client.release(broken)
   }
 }
 
@@ -154,6 +179,8 @@ interface TaskRow {
   status: TaskStatus
   status_ts: string
   metadata: Record<string, unknown> | null
+  /** BIGINT, as text. */
+  version: string
   history: Message[] | null
   artifacts: Array<{ id: string, fields: ArtifactFields, chunks: Array<{ parts: Artifact['parts'], metadata: Record<string, unknown> | null }> | null }> | null
 }
@@ -168,21 +195,24 @@ export class PostgresTaskStore implements TaskStore {
   readonly #now: () => number
   /** The select list of a whole task from the row `t`: history and artifacts aggregated in the same statement, so in one snapshot. */
   readonly #taskColumns: string
+  /** The start of the UPDATE adding one to the version of task `$2` of tenant `$1` (and locking its row). */
+  readonly #nextVersion: string
 
   constructor (pool: pg.Pool, options: Pick<PostgresStoreOptions, 'schema' | 'ttl' | 'now'> = {}) {
     this.#pool = pool
     const S = this.#S = pg.escapeIdentifier(options.schema ?? 'public')
     this.#ttl = options.ttl
     this.#now = options.now ?? Date.now
-    this.#taskColumns = `t.id, t.context_id, t.status, t.status_ts, t.metadata,
+    this.#taskColumns = `t.id, t.context_id, t.status, t.status_ts, t.metadata, t.version,
       (SELECT json_agg(m.message ORDER BY m.seq) FROM ${S}.a2a_messages m WHERE m.tenant = t.tenant AND m.task_id = t.id) AS history,
       (SELECT json_agg(json_build_object('id', a.artifact_id, 'fields', a.fields, 'chunks',
           (SELECT json_agg(json_build_object('parts', c.parts, 'metadata', c.metadata) ORDER BY c.seq) FROM ${S}.a2a_artifact_chunks c
             WHERE c.tenant = a.tenant AND c.task_id = a.task_id AND c.artifact_id = a.artifact_id)) ORDER BY a.position)
         FROM ${S}.a2a_artifacts a WHERE a.tenant = t.tenant AND a.task_id = t.id) AS artifacts`
+    this.#nextVersion = `UPDATE ${S}.a2a_tasks SET version = version + 1 WHERE tenant = $1 AND id = $2`
   }
 
-  async create (task: Task, scope: Scope): Promise<void> {
+  async create (task: Task, scope: Scope): Promise<number> {
     const S = this.#S
     const now = this.#now()
     await transaction(this.#pool, async client => {
@@ -198,31 +228,43 @@ export class PostgresTaskStore implements TaskStore {
       for (const message of task.history ?? []) await this.#addMessage(client, task.id, message, scope)
       for (const artifact of task.artifacts ?? []) await this.#replaceArtifact(client, task.id, artifact, scope)
     })
+    return 1
   }
 
   async get (id: string, scope: Scope): Promise<Task | undefined> {
-    const { rows } = await this.#pool.query<TaskRow>(`SELECT ${this.#taskColumns} FROM ${this.#S}.a2a_tasks t
-      WHERE t.tenant = $1 AND t.id = $2 AND (t.expires_at IS NULL OR t.expires_at > $3)`, [scope.tenant, id, this.#now()])
-    return rows[0] === undefined ? undefined : assemble(rows[0])
+    return (await this.getVersioned(id, scope))?.task
   }
 
-  async update (id: string, change: TaskChange, scope: Scope): Promise<void> {
+  async getVersioned (id: string, scope: Scope): Promise<VersionedTask | undefined> {
+    // One statement, so one snapshot: the version is that of the very changes the task holds.
+    const { rows } = await this.#pool.query<TaskRow>(`SELECT ${this.#taskColumns} FROM ${this.#S}.a2a_tasks t
+      WHERE t.tenant = $1 AND t.id = $2 AND (t.expires_at IS NULL OR t.expires_at > $3)`, [scope.tenant, id, this.#now()])
+    return rows[0] === undefined ? undefined : { task: assemble(rows[0]), version: Number(rows[0].version) }
+  }
+
+  async update (id: string, change: TaskChange, scope: Scope): Promise<number | undefined> {
+    const S = this.#S
     switch (change.kind) {
       case 'status': {
         const now = this.#now()
         const { status } = change
-        await this.#pool.query(`UPDATE ${this.#S}.a2a_tasks SET state = $1, status = $2, status_ts = $3, expires_at = $4
-          WHERE tenant = $5 AND id = $6`, [status.state, json(status), statusTime(status, now), expiry(status, now, this.#ttl), scope.tenant, id])
-        return
+        return versionOf(await this.#pool.query(`UPDATE ${S}.a2a_tasks SET state = $1, status = $2, status_ts = $3, expires_at = $4, version = version + 1
+          WHERE tenant = $5 AND id = $6 RETURNING version`, [status.state, json(status), statusTime(status, now), expiry(status, now, this.#ttl), scope.tenant, id]))
       }
       case 'history':
-        await this.#addMessage(this.#pool, id, change.message, scope)
-        return
+        return versionOf(await this.#pool.query(`WITH task AS (${this.#nextVersion} RETURNING tenant, id, version),
+          added AS (INSERT INTO ${S}.a2a_messages (tenant, task_id, message) SELECT tenant, id, $3 FROM task)
+          SELECT version FROM task`, [scope.tenant, id, json(change.message)]))
       case 'artifact':
-        if (change.append) await this.#appendArtifact(id, change.artifact, scope)
-        else await transaction(this.#pool, client => this.#replaceArtifact(client, id, change.artifact, scope))
+        if (change.append) return await this.#appendArtifact(id, change.artifact, scope)
+        return await transaction(this.#pool, async client => {
+          const version = versionOf(await client.query(`${this.#nextVersion} RETURNING version`, [scope.tenant, id]))
+          if (version !== undefined) await this.#replaceArtifact(client, id, change.artifact, scope)
+          return version
+        })
     }
   }
+
 
   async list (query: ListTasksQuery, scope: Scope): Promise<ListTasksPage> {
     const values: unknown[] = [scope.tenant, this.#now()]
@@ -269,33 +311,36 @@ export class PostgresTaskStore implements TaskStore {
   }
 
   /**
-   * Usually one statement: lock the artifact's row, then insert the chunk behind every chunk
-   * before it. A row lock writes no new row version, so a long stream leaves no dead tuples
-   * behind and each append stays O(1). A new artifact is created first (a concurrent creator
-   * may win, which is as good), unless the task does not exist.
+   * Usually one statement: the task's next version (its row lock), then the chunk behind
+   * every chunk before it. Neither the artifact's row nor its earlier chunks are rewritten,
+   * so each append stays O(1). A new artifact is created first (a concurrent creator may
+   * win, which is as good), unless the task does not exist.
    */
-  async #appendArtifact (taskId: string, artifact: Artifact, scope: Scope): Promise<void> {
+  async #appendArtifact (taskId: string, artifact: Artifact, scope: Scope): Promise<number | undefined> {
     const S = this.#S
     const { fields, chunk } = splitArtifact(artifact)
     const key = [scope.tenant, taskId, artifact.artifactId]
-    const append = () => this.#pool.query(`
-      WITH artifact AS (
-        SELECT tenant, task_id, artifact_id FROM ${S}.a2a_artifacts WHERE tenant = $1 AND task_id = $2 AND artifact_id = $3 FOR UPDATE
+    const append = async () => versionOf(await this.#pool.query(`
+      WITH task AS (
+        ${this.#nextVersion} AND EXISTS (SELECT FROM ${S}.a2a_artifacts WHERE tenant = $1 AND task_id = $2 AND artifact_id = $3)
+        RETURNING version
+      ), chunk AS (
+        INSERT INTO ${S}.a2a_artifact_chunks (tenant, task_id, artifact_id, parts, metadata) SELECT $1, $2, $3, $4, $5 FROM task
       )
-      INSERT INTO ${S}.a2a_artifact_chunks (tenant, task_id, artifact_id, parts, metadata)
-      SELECT tenant, task_id, artifact_id, $4, $5 FROM artifact`,
-    [...key, json(chunk.parts), chunk.metadata === undefined ? null : json(chunk.metadata)])
-    if ((await append()).rowCount === 1) return
+      SELECT version FROM task`,
+    [...key, json(chunk.parts), chunk.metadata === undefined ? null : json(chunk.metadata)]))
+    const version = await append()
+    if (version !== undefined) return version
     await this.#pool.query(`INSERT INTO ${S}.a2a_artifacts (tenant, task_id, artifact_id, fields)
       SELECT tenant, id, $3, $4 FROM ${S}.a2a_tasks WHERE tenant = $1 AND id = $2
       ON CONFLICT (tenant, task_id, artifact_id) DO NOTHING`, [...key, json(fields)])
     // Without the task there is still no artifact, and this inserts nothing.
-    await append()
+    return await append()
   }
 
   /**
-   * Inside a transaction: the upsert takes the artifact's row lock first, so the delete
-   * that follows (a new statement, a new snapshot) sees every chunk committed before it.
+   * Inside a transaction that holds the task's row lock (its new version; or its creation),
+   * so the delete (a new statement, a new snapshot) sees every chunk committed before it.
    */
   async #replaceArtifact (client: pg.PoolClient, taskId: string, artifact: Artifact, scope: Scope): Promise<void> {
     const S = this.#S
@@ -309,6 +354,12 @@ export class PostgresTaskStore implements TaskStore {
       INSERT INTO ${S}.a2a_artifact_chunks (tenant, task_id, artifact_id, parts, metadata) VALUES ($1, $2, $3, $4, $5)`,
     [...key, json(chunk.parts), chunk.metadata === undefined ? null : json(chunk.metadata)])
   }
+}
+
+/** The version a write RETURNING it reports; undefined when no task was written. */
+function versionOf (result: pg.QueryResult<{ version: string }>): number | undefined {
+  const row = result.rows[0]
+  return row === undefined ? undefined : Number(row.version)
 }
 
 function assemble (row: TaskRow): Task {

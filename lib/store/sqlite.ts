@@ -7,7 +7,7 @@ import type { Artifact, Message, Task, TaskPushNotificationConfig, TaskStatus } 
 import { decodeCursor, encodeCursor } from './memory.js'
 import { expiry, joinArtifact, joinTask, splitArtifact, statusTime, UNFINISHED_STATES, type ArtifactFields, type Chunk } from './rows.js'
 import type {
-  ListTasksPage, ListTasksQuery, PushConfigPage, PushConfigStore, Scope, StoredPushConfig, TaskChange, TaskStore, UnfinishedTask
+  ListTasksPage, ListTasksQuery, PushConfigPage, PushConfigStore, Scope, StoredPushConfig, TaskChange, TaskStore, UnfinishedTask, VersionedTask
 } from './types.js'
 
 export interface SqliteStoreOptions {
@@ -80,6 +80,9 @@ const MIGRATIONS = [`
     config TEXT NOT NULL,
     UNIQUE (tenant, task_id, id)
   );
+`, `
+  -- A task's version (TaskStore): 1 when created, one more per change.
+  ALTER TABLE a2a_tasks ADD COLUMN version INTEGER NOT NULL DEFAULT 1;
 `]
 
 /** Brings the database's schema up to date. Safe to run on every start. */
@@ -143,12 +146,13 @@ export class SqliteTaskStore implements TaskStore {
     this.#statements = {
       insertTask: db.prepare(`INSERT INTO a2a_tasks (tenant, id, context_id, state, status, status_ts, metadata, expires_at)
         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`),
-      getTask: db.prepare(`SELECT tenant, id, context_id, status, status_ts, metadata FROM a2a_tasks
+      getTask: db.prepare(`SELECT tenant, id, context_id, status, status_ts, metadata, version FROM a2a_tasks
         WHERE tenant = ? AND id = ? AND (expires_at IS NULL OR expires_at > ?)`),
       history: db.prepare('SELECT message FROM a2a_messages WHERE tenant = ? AND task_id = ? ORDER BY seq').pluck(),
       artifacts: db.prepare('SELECT artifact_id, fields FROM a2a_artifacts WHERE tenant = ? AND task_id = ? ORDER BY position'),
       chunks: db.prepare(`SELECT artifact_id, parts, metadata FROM a2a_artifact_chunks
         WHERE tenant = ? AND task_id = ? ORDER BY seq`),
+      nextVersion: db.prepare('UPDATE a2a_tasks SET version = version + 1 WHERE tenant = ? AND id = ? RETURNING version').pluck(),
       setStatus: db.prepare('UPDATE a2a_tasks SET state = ?, status = ?, status_ts = ?, expires_at = ? WHERE tenant = ? AND id = ?'),
       addMessage: db.prepare(`INSERT INTO a2a_messages (tenant, task_id, message)
         SELECT tenant, id, ? FROM a2a_tasks WHERE tenant = ? AND id = ?`),
@@ -167,7 +171,7 @@ export class SqliteTaskStore implements TaskStore {
     }
   }
 
-  async create (task: Task, scope: Scope): Promise<void> {
+  async create (task: Task, scope: Scope): Promise<number> {
     const now = this.#now()
     this.#db.transaction(() => {
       if (this.#ttl !== undefined) this.#sweep(now)
@@ -176,17 +180,24 @@ export class SqliteTaskStore implements TaskStore {
       for (const message of task.history ?? []) this.#addMessage(task.id, message, scope)
       for (const artifact of task.artifacts ?? []) this.#writeArtifact(task.id, artifact, false, scope)
     }).immediate()
+    return 1
   }
 
   async get (id: string, scope: Scope): Promise<Task | undefined> {
+    return (await this.getVersioned(id, scope))?.task
+  }
+
+  async getVersioned (id: string, scope: Scope): Promise<VersionedTask | undefined> {
     return this.#db.transaction(() => {
-      const row = this.#statements.getTask.get(scope.tenant, id, this.#now()) as TaskRow | undefined
-      return row === undefined ? undefined : this.#assemble(row)
+      const row = this.#statements.getTask.get(scope.tenant, id, this.#now()) as (TaskRow & { version: number }) | undefined
+      return row === undefined ? undefined : { task: this.#assemble(row), version: row.version }
     })()
   }
 
-  async update (id: string, change: TaskChange, scope: Scope): Promise<void> {
-    this.#db.transaction(() => {
+  async update (id: string, change: TaskChange, scope: Scope): Promise<number | undefined> {
+    return this.#db.transaction(() => {
+      const version = this.#statements.nextVersion.get(scope.tenant, id) as number | undefined
+      if (version === undefined) return undefined
       switch (change.kind) {
         case 'status':
           this.#setStatus(id, change.status, this.#now(), scope)
@@ -198,6 +209,7 @@ export class SqliteTaskStore implements TaskStore {
           this.#writeArtifact(id, change.artifact, change.append, scope)
           break
       }
+      return version
     }).immediate()
   }
 

@@ -32,18 +32,29 @@ export interface ListTasksPage {
   nextPageToken: string
 }
 
+/**
+ * Every task has a version: 1 when created, one more with each change. The three stores
+ * shipped count it; `create` and `update` resolve with the version after the write
+ * (`update` with undefined when the task does not exist). A store that counts none
+ * resolves with nothing and has no `getVersioned`.
+ */
 export interface TaskStore {
   /** True when every read and write is scoped by tenant; a server refuses tenants otherwise. */
   readonly isolatesTenants?: boolean
-  /** Stores a new task. */
-  create (task: Task, scope: Scope): Promise<void>
+  /** Stores a new task (version 1). */
+  create (task: Task, scope: Scope): Promise<number | void>
   /**
    * The task as stored, or undefined. The object is a read view: callers copy what
    * they keep and never mutate it.
    */
   get (id: string, scope: Scope): Promise<Task | undefined>
+  /**
+   * `get` with the task's version, read together: the task holds exactly the changes up to
+   * that version. A stream from another instance drops the events the snapshot already holds by it.
+   */
+  getVersioned? (id: string, scope: Scope): Promise<VersionedTask | undefined>
   /** Applies one change to an existing task. */
-  update (id: string, change: TaskChange, scope: Scope): Promise<void>
+  update (id: string, change: TaskChange, scope: Scope): Promise<number | void>
   /** Tasks newest status first, paged by an opaque cursor. Throws InvalidParams for a bad token. */
   list (query: ListTasksQuery, scope: Scope): Promise<ListTasksPage>
   /**
@@ -51,6 +62,11 @@ export interface TaskStore {
    * start-up, before any executor runs, so these were left running by a process that died.
    */
   listUnfinished? (): Promise<UnfinishedTask[]>
+}
+
+export interface VersionedTask {
+  task: Task
+  version: number
 }
 
 /** A task found by `listUnfinished`. */
@@ -77,4 +93,9 @@ export interface PushConfigStore {
   list (taskId: string, page: { pageSize: number, pageToken?: string }, scope: Scope): Promise<PushConfigPage>
   /** Idempotent. */
   delete (taskId: string, id: string, scope: Scope): Promise<void>
+  /**
+   * Optional, for a store that can tell without I/O (the memory store): does the task have
+   * a config now? Push delivery skips the config lookup of an event when it says false.
+   */
+  hasConfigs? (taskId: string, scope: Scope): boolean
 }

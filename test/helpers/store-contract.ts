@@ -1,7 +1,9 @@
 // The store contract: the same assertions run against every TaskStore / PushConfigStore
 // pair (memory, SQLite, PostgreSQL). Each store's test file only says how to open it.
 import type { Test } from 'tap'
-import { isA2AError, type Artifact, type Message, type PushConfigStore, type Scope, type Task, type TaskStatus, type TaskStore } from '../../lib/index.js'
+import {
+  isA2AError, type Artifact, type Message, type PushConfigStore, type Scope, type Task, type TaskChange, type TaskStatus, type TaskStore
+} from '../../lib/index.js'
 
 export interface OpenedStores {
   taskStore: TaskStore
@@ -80,6 +82,29 @@ export function storeContract (t: Test, factory: StoreFactory): void {
     const task = await taskStore.get('t', A)
     t.same(task?.status, status('TASK_STATE_COMPLETED', 3))
     t.same(task?.history, [first, reply, more])
+  })
+
+  t.test('versions: 1 at creation, one more per change of any kind; getVersioned reads the task with its version', async t => {
+    const { taskStore } = await fresh(t)
+    const created = await taskStore.create({ ...newTask('v', 'TASK_STATE_SUBMITTED', 1), history: [message('hi', 'ROLE_USER', 'v')], artifacts: [{ artifactId: 'a', parts: [{ text: '0' }] }] }, A)
+    t.equal(created, 1, 'a new task is at version 1, whatever it holds')
+    const changes: TaskChange[] = [
+      { kind: 'history', message: message('reply', 'ROLE_AGENT', 'v') },
+      { kind: 'status', status: status('TASK_STATE_WORKING', 2) },
+      { kind: 'artifact', artifact: { artifactId: 'a', parts: [{ text: '1' }] }, append: true },
+      { kind: 'artifact', artifact: { artifactId: 'b', parts: [{ text: 'made by an append' }] }, append: true },
+      { kind: 'artifact', artifact: { artifactId: 'a', parts: [{ text: 'replaced' }] }, append: false }
+    ]
+    const versions: unknown[] = []
+    for (const change of changes) versions.push(await taskStore.update('v', change, A))
+    t.same(versions, [2, 3, 4, 5, 6])
+    t.type(taskStore.getVersioned, 'function')
+    t.same(await taskStore.getVersioned?.('v', A), { task: await taskStore.get('v', A), version: 6 }, 'the task as get reads it, with its version')
+    t.equal(await taskStore.update('ghost', changes[0] as TaskChange, A), undefined, 'a missing task has no version')
+    t.equal(await taskStore.getVersioned?.('ghost', A), undefined)
+    t.equal(await taskStore.create(newTask('v', 'TASK_STATE_WORKING', 3), B), 1, 'the same id in another tenant counts on its own')
+    t.equal((await taskStore.getVersioned?.('v', B))?.version, 1)
+    t.equal((await taskStore.getVersioned?.('v', A))?.version, 6)
   })
 
   t.test('update of a missing task changes nothing and creates nothing', async t => {
@@ -205,6 +230,7 @@ export function storeContract (t: Test, factory: StoreFactory): void {
     t.equal((await taskStore.list({ pageSize: 10 }, A)).totalSize, 2)
     now += 1
     t.equal(await taskStore.get('done', A), undefined, 'gone at the TTL')
+    t.equal(await taskStore.getVersioned?.('done', A), undefined, 'for getVersioned too')
     const page = await taskStore.list({ pageSize: 10 }, A)
     t.same(page.tasks.map(task => task.id), ['running'])
     t.equal(page.totalSize, 1)
@@ -290,7 +316,7 @@ export function storeContract (t: Test, factory: StoreFactory): void {
     await rejectsInvalidParams(t, pushConfigStore.list('t', { pageSize: 2, pageToken: '%%%' }, A), 'a bad push-config page token')
   })
 
-  t.test('concurrent updates of one task: no update is lost', async t => {
+  t.test('concurrent updates of one task: no update is lost, each has a version of its own', async t => {
     const stores = await fresh(t)
     const writers = [stores]
     if (factory.reopen !== undefined) {
@@ -301,15 +327,17 @@ export function storeContract (t: Test, factory: StoreFactory): void {
     await stores.taskStore.create(newTask('busy', 'TASK_STATE_WORKING', 1), A)
     const count = 60
     const messages = Array.from({ length: count }, (_, i) => message(`m${i}`, 'ROLE_AGENT', 'busy'))
-    await Promise.all(Array.from({ length: count }, async (_, i) => {
+    const versions = (await Promise.all(Array.from({ length: count }, async (_, i) => {
       const { taskStore } = writers[i % writers.length] as OpenedStores
-      await Promise.all([
+      return await Promise.all([
         taskStore.update('busy', { kind: 'history', message: messages[i] as Message }, A),
         taskStore.update('busy', { kind: 'artifact', artifact: { artifactId: 'shared', parts: [{ text: `p${i}` }] }, append: true }, A),
         taskStore.update('busy', { kind: 'artifact', artifact: { artifactId: `own-${i}`, parts: [{ text: 'x' }] }, append: false }, A),
         taskStore.update('busy', { kind: 'status', status: status('TASK_STATE_WORKING', 100 + i) }, A)
       ])
-    }))
+    }))).flat() as number[]
+    t.same(versions.sort((x, y) => x - y), Array.from({ length: count * 4 }, (_, i) => i + 2), 'versions 2 to 241: none shared, none skipped')
+    t.equal((await stores.taskStore.getVersioned?.('busy', A))?.version, count * 4 + 1)
     const task = await stores.taskStore.get('busy', A) as Task
     t.same(task.history?.map(m => m.messageId).sort(), messages.map(m => m.messageId).sort(), 'every message is there once')
     const shared = task.artifacts?.find(a => a.artifactId === 'shared')

@@ -197,3 +197,28 @@ export function frameReader (socket: Socket, initial: Buffer = Buffer.alloc(0)) 
     }
   }
 }
+
+/** The frames of one request id, as they arrive (alongside the client's own handling of them). */
+export interface FrameWatch {
+  frames: any[]
+  /** Resolves once `count` frames of the id arrived. */
+  reached (count: number): Promise<void>
+}
+
+export function watchFrames (client: WsClient, id: string | number): FrameWatch {
+  const frames: any[] = []
+  const waiting: Array<{ count: number, resolve: () => void }> = []
+  client.socket.on('message', (data) => {
+    const frame = JSON.parse(data.toString())
+    if (frame.id !== id) return
+    frames.push(frame)
+    for (const waiter of waiting.filter(waiter => frames.length >= waiter.count)) {
+      waiting.splice(waiting.indexOf(waiter), 1)
+      waiter.resolve()
+    }
+  })
+  return {
+    frames,
+    reached: (count) => frames.length >= count ? Promise.resolve() : new Promise(resolve => waiting.push({ count, resolve }))
+  }
+}

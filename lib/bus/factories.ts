@@ -1,0 +1,38 @@
+// Buses from connection settings, for the `bus` plugin option (`bus: redisBus({ url })`).
+// A bus made here owns the connections it opened, and the plugin closes it when Fastify
+// closes, after the streams ended.
+import { Redis } from 'ioredis'
+import { InvalidOptionError } from '../options.js'
+import { PostgresEventBus, type PostgresEventBusOptions } from './postgres.js'
+import { RedisEventBus } from './redis.js'
+
+export interface RedisBusOptions {
+  /** A `redis://` URL; the bus opens its publisher and subscriber on it. Give this or `publisher`. */
+  url?: string
+  /** An existing connection to publish on (the bus does not close it); the subscriber is its duplicate. */
+  publisher?: Redis
+  /** Prefix of the Redis channels. Default `a2a:events:`. */
+  channelPrefix?: string
+}
+
+export type ClosableRedisBus = RedisEventBus & { close (): Promise<void> }
+
+export function redisBus (options: RedisBusOptions): ClosableRedisBus {
+  if ((options.url === undefined) === (options.publisher === undefined)) throw new InvalidOptionError('url', 'give exactly one of url and publisher')
+  const publisher = options.publisher ?? new Redis(options.url as string)
+  // No INFO ready check on the subscriber: subscribing while it connects would race with it,
+  // and Redis refuses INFO in subscriber mode (ioredis 5.8.2 and later, redis/ioredis#2037).
+  const subscriber = publisher.duplicate({ enableReadyCheck: false })
+  const owned = options.publisher === undefined ? [publisher, subscriber] : [subscriber]
+  const bus = new RedisEventBus({ publisher, subscriber, channelPrefix: options.channelPrefix })
+  return Object.assign(bus, {
+    async close () {
+      await Promise.all(owned.map(connection => connection.quit().catch(() => connection.disconnect())))
+    }
+  })
+}
+
+/** A LISTEN/NOTIFY bus on its own pool (from `connectionString`) or on a given one. */
+export function postgresBus (options: PostgresEventBusOptions): PostgresEventBus {
+  return new PostgresEventBus(options)
+}

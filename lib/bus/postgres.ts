@@ -1,0 +1,284 @@
+// An event bus across instances on PostgreSQL LISTEN/NOTIFY, for deployments without
+// Redis. As on the Redis bus, listeners of this process are served synchronously by an
+// in-memory bus; every event is also NOTIFYed on its topic's channel, and one dedicated
+// client LISTENs on the channels of the topics followed here. A NOTIFY payload must be
+// shorter than 8000 bytes: a larger event is stored in a table, and the notification
+// carries the row's key. Commands to an instance (lib/cluster) go on the instance's channel.
+import { createHash, randomUUID } from 'node:crypto'
+import pg from 'pg'
+import { InvalidOptionError } from '../options.js'
+import type { StreamResponse } from '../schema/wire.js'
+import { deliverCommand } from './commands.js'
+import { MemoryEventBus } from './memory.js'
+import type { BusCommand, BusListener, CommandHandler, EventBus } from './types.js'
+
+export interface PostgresEventBusOptions {
+  /** A connection string, e.g. `postgres://user@127.0.0.1:5432/db`. Give this or `pool`. */
+  connectionString?: string
+  /** An existing pool to publish on (the bus does not end it); the listening client uses its settings. */
+  pool?: pg.Pool
+  /** The schema of the overflow table (`a2a_bus_overflow`), created when first needed. Default `public`. */
+  schema?: string
+  /** Prefix of the channels, at most 36 bytes (a channel name has at most 63). Default `a2a_events_`. */
+  channelPrefix?: string
+  /** How long an overflow row is kept for the instances to read, in ms. Default 60,000. */
+  overflowRetention?: number
+}
+
+/** NOTIFY refuses a payload of 8000 bytes or more (PostgreSQL's default build). */
+const MAX_PAYLOAD_BYTES = 7999
+/** PostgreSQL truncates identifiers to 63 bytes; a channel is the prefix and a 27-character hash. */
+const MAX_PREFIX_BYTES = 36
+/** Notifications sent in one statement, at most. */
+const MAX_BATCH = 100
+/** After the listening connection is lost, the wait before reconnecting. */
+const RECONNECT_DELAY_MS = 1000
+
+/**
+ * On the wire: sender, its sequence number (identical payloads in one transaction would be
+ * folded), topic, the event (null when it overflowed), its version, and the overflow row's key.
+ */
+type Notification = [sender: string, seq: number, topic: string, event: StreamResponse | null, version: number | null, overflow?: string]
+
+interface Outbox {
+  payloads: string[]
+  sending: boolean
+}
+
+export class PostgresEventBus implements EventBus {
+  readonly #local = new MemoryEventBus()
+  readonly #pool: pg.Pool
+  readonly #ownsPool: boolean
+  readonly #S: string
+  readonly #schema: string
+  readonly #prefix: string
+  readonly #retention: number
+  /** Marks this instance's own notifications, which its listeners already had. */
+  readonly #instance = randomUUID()
+  #seq = 0
+  /** Topics LISTENed on, with the promise of the LISTEN having run. */
+  readonly #channels = new Map<string, Promise<void>>()
+  /** Command channels of the instances served here, with their handlers. */
+  readonly #commands = new Map<string, CommandHandler>()
+  readonly #outboxes = new Map<string, Outbox>()
+  #listener: Promise<pg.Client> | undefined
+  #overflowTable: Promise<unknown> | undefined
+  /** Set while an overflow row is being read: later notifications wait behind it, in order. */
+  #inbound: Promise<void> | undefined
+  #closed = false
+  /** Resolves when the last outbox drains, for close(). */
+  #drained: (() => void) | undefined
+
+  constructor (options: PostgresEventBusOptions) {
+    if ((options.connectionString === undefined) === (options.pool === undefined)) throw new InvalidOptionError('connectionString', 'give exactly one of connectionString and pool')
+    this.#pool = options.pool ?? new pg.Pool({ connectionString: options.connectionString })
+    this.#ownsPool = options.pool === undefined
+    this.#schema = options.schema ?? 'public'
+    this.#S = pg.escapeIdentifier(this.#schema)
+    this.#prefix = options.channelPrefix ?? 'a2a_events_'
+    if (Buffer.byteLength(this.#prefix) > MAX_PREFIX_BYTES) throw new InvalidOptionError('channelPrefix', `must be at most ${MAX_PREFIX_BYTES} bytes`)
+    this.#retention = options.overflowRetention ?? 60_000
+    if (!Number.isSafeInteger(this.#retention) || this.#retention < 0) throw new InvalidOptionError('overflowRetention', 'must be an integer >= 0')
+    // An idle pooled client that fails must not take the process down; the next query reconnects.
+    if (this.#ownsPool) this.#pool.on('error', () => {})
+  }
+
+  publish (topic: string, event: StreamResponse, version?: number): void {
+    this.#local.publish(topic, event, version)
+    if (this.#closed) return
+    let outbox = this.#outboxes.get(topic)
+    if (outbox === undefined) this.#outboxes.set(topic, outbox = { payloads: [], sending: false })
+    outbox.payloads.push(JSON.stringify([this.#instance, ++this.#seq, topic, event, version ?? null] satisfies Notification))
+    if (!outbox.sending) void this.#send(topic, outbox)
+  }
+
+  subscribe (topic: string, listener: BusListener): () => void {
+    const unsubscribe = this.#local.subscribe(topic, listener)
+    if (!this.#channels.has(topic)) this.#channels.set(topic, this.#listen('LISTEN', this.#channel(topic)))
+    return () => {
+      unsubscribe()
+      if (this.#local.listenerCount(topic) > 0 || !this.#channels.delete(topic)) return
+      void this.#listen('UNLISTEN', this.#channel(topic))
+    }
+  }
+
+  /** Resolves once events other instances publish on `topic` reach this one's listeners. */
+  async ready (topic: string): Promise<void> {
+    await this.#channels.get(topic)
+  }
+
+  listenerCount (topic?: string): number {
+    return this.#local.listenerCount(topic)
+  }
+
+  command (instance: string, command: BusCommand): void {
+    if (this.#closed) return
+    this.#pool.query('SELECT pg_notify($1, $2)', [this.#commandChannel(instance), JSON.stringify(command)]).catch(() => {})
+  }
+
+  async onCommand (instance: string, handler: CommandHandler): Promise<() => void> {
+    const channel = this.#commandChannel(instance)
+    this.#commands.set(channel, handler)
+    await this.#listen('LISTEN', channel)
+    return () => {
+      if (this.#commands.get(channel) !== handler) return
+      this.#commands.delete(channel)
+      void this.#listen('UNLISTEN', channel)
+    }
+  }
+
+  /** Sends what is still queued, then ends the listening client, and the pool when the bus made it. */
+  async close (): Promise<void> {
+    if (this.#closed) return
+    this.#closed = true
+    if ([...this.#outboxes.values()].some(outbox => outbox.sending)) await new Promise<void>(resolve => { this.#drained = resolve })
+    const listener = this.#listener
+    this.#listener = undefined
+    await listener?.then(client => client.end(), () => {})
+    if (this.#ownsPool) await this.#pool.end()
+  }
+
+  /** The topic's channel: topics hold any character (a NUL even), so the name is a hash. */
+  #channel (topic: string): string {
+    return this.#prefix + hash(topic)
+  }
+
+  /** Longer than any topic's channel, so it is none of them. */
+  #commandChannel (instance: string): string {
+    return `${this.#prefix}command_${hash(instance)}`
+  }
+
+  /** Sends the topic's queued payloads, one statement at a time, so they arrive in order. */
+  async #send (topic: string, outbox: Outbox): Promise<void> {
+    outbox.sending = true
+    const channel = this.#channel(topic)
+    while (outbox.payloads.length > 0) {
+      const batch = [] as string[]
+      while (batch.length < MAX_BATCH && outbox.payloads.length > 0 && Buffer.byteLength(outbox.payloads[0] as string) <= MAX_PAYLOAD_BYTES) {
+        batch.push(outbox.payloads.shift() as string)
+      }
+      try {
+        if (batch.length > 0) await this.#pool.query('SELECT pg_notify($1, payload) FROM unnest($2::text[]) AS payload', [channel, batch])
+        else await this.#sendOverflow(channel, outbox.payloads.shift() as string)
+      } catch {
+        // Like a lost Redis publish: the other instances miss the events; this one's listeners had them.
+      }
+    }
+    outbox.sending = false
+    this.#outboxes.delete(topic)
+    if (this.#outboxes.size === 0) this.#drained?.()
+  }
+
+  /** Stores the payload, sweeps the rows past their retention and notifies the row's key, in one statement. */
+  async #sendOverflow (channel: string, payload: string): Promise<void> {
+    await (this.#overflowTable ??= this.#createOverflowTable())
+    const [sender, seq, topic, , version] = JSON.parse(payload) as Notification
+    const key = randomUUID()
+    await this.#pool.query(
+      `WITH swept AS (DELETE FROM ${this.#S}.a2a_bus_overflow WHERE created_at < now() - $4 * interval '1 millisecond'),
+        stored AS (INSERT INTO ${this.#S}.a2a_bus_overflow (key, payload) VALUES ($2, $3))
+      SELECT pg_notify($1, $5)`,
+      [channel, key, payload, this.#retention, JSON.stringify([sender, seq, topic, null, version, key] satisfies Notification)]
+    )
+  }
+
+  #createOverflowTable (): Promise<unknown> {
+    // The lock makes concurrent first creations from several instances wait for each other.
+    return this.#pool.query(`
+      BEGIN;
+      SELECT pg_advisory_xact_lock(hashtext('a2a_bus_overflow'), hashtext(${pg.escapeLiteral(this.#schema)}));
+      CREATE SCHEMA IF NOT EXISTS ${this.#S};
+      CREATE TABLE IF NOT EXISTS ${this.#S}.a2a_bus_overflow (
+        key TEXT PRIMARY KEY,
+        payload TEXT NOT NULL,
+        created_at TIMESTAMPTZ NOT NULL DEFAULT now()
+      );
+      CREATE INDEX IF NOT EXISTS a2a_bus_overflow_age ON ${this.#S}.a2a_bus_overflow (created_at);
+      COMMIT;
+    `).catch((error: unknown) => {
+      this.#overflowTable = undefined
+      throw error
+    })
+  }
+
+  /** LISTEN or UNLISTEN; the listening client runs them in call order. */
+  async #listen (command: 'LISTEN' | 'UNLISTEN', channel: string): Promise<void> {
+    if (this.#closed) return
+    try {
+      const client = await this.#connect()
+      await client.query(`${command} ${pg.escapeIdentifier(channel)}`)
+    } catch {
+      // The connection was lost: reconnecting LISTENs again on every channel followed then.
+    }
+  }
+
+  #connect (): Promise<pg.Client> {
+    this.#listener ??= (async () => {
+      const client = new pg.Client(this.#pool.options)
+      client.on('notification', ({ channel, payload }) => {
+        if (payload === undefined) return
+        const onCommand = this.#commands.get(channel)
+        if (onCommand === undefined) this.#receive(payload)
+        else deliverCommand(onCommand, payload)
+      })
+      client.on('error', () => this.#lost(client))
+      client.on('end', () => this.#lost(client))
+      await client.connect()
+      return client
+    })()
+    this.#listener.catch(() => { this.#listener = undefined })
+    return this.#listener
+  }
+
+  /** Drops a lost listening client and, after a pause, LISTENs again on a new one. */
+  #lost (client: pg.Client): void {
+    if (this.#closed) return
+    void this.#listener?.then(current => {
+      if (current !== client) return
+      this.#listener = undefined
+      client.end().catch(() => {})
+      setTimeout(() => {
+        for (const topic of this.#channels.keys()) this.#channels.set(topic, this.#listen('LISTEN', this.#channel(topic)))
+        for (const channel of this.#commands.keys()) void this.#listen('LISTEN', channel)
+      }, RECONNECT_DELAY_MS).unref()
+    }, () => {})
+  }
+
+  #receive (payload: string): void {
+    let notification: Notification
+    try {
+      notification = JSON.parse(payload) as Notification
+    } catch {
+      return
+    }
+    const [sender, , topic, event, version, overflow] = notification
+    if (sender === this.#instance || typeof topic !== 'string') return
+    if (this.#inbound === undefined && event !== null) {
+      this.#local.publish(topic, event, version ?? undefined)
+      return
+    }
+    // Behind an overflow read, or one itself: delivered once every earlier one was.
+    const previous = this.#inbound ?? Promise.resolve()
+    const current = previous.then(async () => {
+      const delivered = event ?? await this.#readOverflow(overflow)
+      if (delivered !== undefined) this.#local.publish(topic, delivered, version ?? undefined)
+    })
+    this.#inbound = current
+    void current.finally(() => { if (this.#inbound === current) this.#inbound = undefined })
+  }
+
+  async #readOverflow (key: string | undefined): Promise<StreamResponse | undefined> {
+    try {
+      const { rows } = await this.#pool.query<{ payload: string }>(`SELECT payload FROM ${this.#S}.a2a_bus_overflow WHERE key = $1`, [key])
+      const stored = rows[0]
+      return stored === undefined ? undefined : (JSON.parse(stored.payload) as Notification)[3] ?? undefined
+    } catch {
+      return undefined
+    }
+  }
+}
+
+/** 27 characters of base64url: a channel name of any topic or instance id within 63 bytes. */
+function hash (text: string): string {
+  return createHash('sha1').update(text).digest('base64url')
+}

@@ -1,0 +1,255 @@
+// One instance of a cluster (README, *Several instances*). It keeps its lease alive (heartbeat),
+// holds a task's lease while an execution of the task runs here, takes commands from the
+// bus (a CancelTask forwarded by another instance), and sweeps for instances that died:
+// their tasks are claimed, one instance each, and ended or resumed; their push deliveries
+// are taken over. A sweep runs as each live lease expires, so a task ends at most
+// `leaseTtl` after its instance died, plus the time of one sweep.
+import type { BusCommand, EventBus } from '../bus/types.js'
+import type { Logger, RequestHandler, TaskRef } from '../handler/request-handler.js'
+import type { PushOutbox, PushSender } from '../push/sender.js'
+import type { StreamResponse } from '../schema/wire.js'
+import type { ClusterStore, NormalizedClusterOptions, OutboxDelivery, TaskKey } from './types.js'
+
+/** Orphans claimed per statement, and batches per sweep (the rest waits for the next sweep). */
+const SWEEP_BATCH = 100
+const SWEEP_BATCHES = 10
+/** A sweep timed to an expiry runs this much after it, so the lease has surely lapsed. */
+const EXPIRY_MARGIN_MS = 20
+
+type CommandBus = EventBus & Required<Pick<EventBus, 'command' | 'onCommand'>>
+
+/** A task's lease on this instance: how many executions here hold it, and its last statement (they run in call order). */
+interface Hold {
+  count: number
+  last: Promise<unknown>
+}
+
+const nameOf = (key: TaskKey) => `${key.tenant}\u0000${key.taskId}`
+
+export class ClusterMember {
+  readonly instanceId: string
+  readonly options: NormalizedClusterOptions
+  readonly #store: ClusterStore
+  readonly #bus: CommandBus
+  readonly #logger: Logger
+  readonly #holds = new Map<string, Hold>()
+  /** Forwarded cancels being carried out: a resent command does not run the `cancel` hook twice. */
+  readonly #cancelling = new Set<string>()
+  #handler: RequestHandler | undefined
+  #push: PushSender | undefined
+  #heartbeat: NodeJS.Timeout | undefined
+  #sweepTimer: NodeJS.Timeout | undefined
+  #sweeping: Promise<void> = Promise.resolve()
+  #beating = false
+  #stopped = false
+  #stopCommands: () => void = () => {}
+
+  constructor (options: NormalizedClusterOptions, bus: EventBus, logger: Logger) {
+    this.options = options
+    this.instanceId = options.instanceId
+    this.#store = options.store
+    this.#bus = bus as CommandBus
+    this.#logger = logger
+  }
+
+  /** The push outbox of this instance: deliveries recorded under its id. */
+  readonly outbox: PushOutbox = {
+    record: (ref: TaskRef, event: StreamResponse, configIds: string[]) =>
+      this.#store.recordDeliveries(this.instanceId, { tenant: ref.scope.tenant, taskId: ref.taskId, contextId: ref.contextId }, event, configIds),
+    owns: (id: string) => this.#store.ownsDelivery(this.instanceId, id),
+    finish: (id: string) => this.#store.finishDelivery(id)
+  }
+
+  /** Joins the cluster: registered, listening for commands, heartbeat and sweeps running. */
+  async start (handler: RequestHandler, push: PushSender | undefined): Promise<void> {
+    this.#handler = handler
+    this.#push = push
+    await this.#store.register(this.instanceId, this.options.leaseTtl)
+    this.#stopCommands = await this.#bus.onCommand(this.instanceId, (command) => this.#receive(command))
+    this.#heartbeat = setInterval(() => { void this.#beat() }, this.options.heartbeatInterval)
+    this.#heartbeat.unref()
+    this.#scheduleSweep(0)
+  }
+
+  /** Leaves the cluster (after the shutdown drained the work): what is left here becomes the others'. */
+  async stop (): Promise<void> {
+    this.#stopped = true
+    clearInterval(this.#heartbeat)
+    clearTimeout(this.#sweepTimer)
+    this.#stopCommands()
+    await this.#sweeping
+    try {
+      await this.#store.deregister(this.instanceId)
+    } catch (error) {
+      this.#logger.warn({ err: error }, 'cluster: could not deregister; the instance expires instead')
+    }
+  }
+
+  // ---- leases ---------------------------------------------------------------------------
+
+  /** An execution of the task runs here: the lease is taken before the first one starts. */
+  async hold (key: TaskKey): Promise<void> {
+    const hold = this.#holdOf(key)
+    if (hold.count++ === 0) this.#then(hold, () => this.#store.acquire(this.instanceId, key))
+    try {
+      await hold.last
+    } catch (error) {
+      this.drop(key)
+      throw error
+    }
+  }
+
+  /** That execution ended: the lease is given back after the last one. */
+  drop (key: TaskKey): void {
+    const name = nameOf(key)
+    const hold = this.#holds.get(name)
+    if (hold === undefined || hold.count === 0 || --hold.count > 0) return
+    const released = this.#then(hold, () => this.#store.release(this.instanceId, key))
+    released.then(() => { if (hold.count === 0 && hold.last === released) this.#holds.delete(name) }, (error: unknown) => {
+      this.#logger.warn({ err: error, taskId: key.taskId }, 'cluster: could not release a lease; it lapses with the instance')
+    })
+  }
+
+  /**
+   * Takes a task no live instance runs (its instance died): true when this instance now holds
+   * its lease, given back with `drop`. False when it runs here, or elsewhere.
+   */
+  async claim (key: TaskKey): Promise<boolean> {
+    const hold = this.#holdOf(key)
+    if (hold.count > 0) return false
+    hold.count++
+    let claimed = false
+    try {
+      claimed = await this.#then(hold, () => this.#store.claim(this.instanceId, key))
+    } finally {
+      // A turn that started meanwhile believed the lease held: it takes it now.
+      if (!claimed && --hold.count > 0) this.#then(hold, () => this.#store.acquire(this.instanceId, key))
+      if (hold.count === 0) this.#holds.delete(nameOf(key))
+    }
+    return claimed
+  }
+
+  /** The live instances running the task, this one included. */
+  owners (key: TaskKey): Promise<string[]> {
+    return this.#store.owners(key)
+  }
+
+  sendCancel (owner: string, key: TaskKey): void {
+    this.#bus.command(owner, { type: 'cancel', tenant: key.tenant, taskId: key.taskId })
+  }
+
+  // ---- messageIds -------------------------------------------------------------------------
+
+  claimMessage (key: TaskKey, messageId: string): Promise<string | undefined> {
+    return this.#store.claimMessage(key.tenant, messageId, key.taskId)
+  }
+
+  reclaimMessage (key: TaskKey, messageId: string, from: string): Promise<boolean> {
+    return this.#store.reclaimMessage(key.tenant, messageId, from, key.taskId)
+  }
+
+  /** The turn was refused before it began: a resend is to be refused alike, not attached to it. */
+  async forgetMessage (key: TaskKey, messageId: string): Promise<void> {
+    try {
+      await this.#store.forgetMessage(key.tenant, messageId, key.taskId)
+    } catch (error) {
+      this.#logger.warn({ err: error, taskId: key.taskId }, 'cluster: could not forget a refused messageId')
+    }
+  }
+
+  // ---- internals --------------------------------------------------------------------------
+
+  #holdOf (key: TaskKey): Hold {
+    const name = nameOf(key)
+    let hold = this.#holds.get(name)
+    if (hold === undefined) this.#holds.set(name, hold = { count: 0, last: Promise.resolve() })
+    return hold
+  }
+
+  /** Runs `statement` after the task's previous lease statement, whatever became of that one. */
+  #then<T> (hold: Hold, statement: () => Promise<T>): Promise<T> {
+    const next = hold.last.catch(() => {}).then(statement)
+    hold.last = next
+    return next
+  }
+
+  #receive (command: BusCommand): void {
+    if (command.type !== 'cancel' || this.#handler === undefined) return
+    const key = { tenant: command.tenant, taskId: command.taskId }
+    const name = nameOf(key)
+    if (this.#cancelling.has(name)) return
+    this.#cancelling.add(name)
+    this.#handler.cancelForwarded(key)
+      .catch((error: unknown) => this.#logger.error({ err: error, taskId: key.taskId }, 'cluster: a forwarded cancel failed'))
+      .finally(() => this.#cancelling.delete(name))
+  }
+
+  async #beat (): Promise<void> {
+    if (this.#beating || this.#stopped) return
+    this.#beating = true
+    try {
+      if (!(await this.#store.renew(this.instanceId, this.options.leaseTtl))) await this.#lost()
+    } catch (error) {
+      this.#logger.warn({ err: error }, 'cluster: heartbeat failed')
+    } finally {
+      this.#beating = false
+    }
+  }
+
+  /**
+   * The lease lapsed before it was renewed (a stall, a lost database): the others may already
+   * have ended this instance's tasks. It gives them up, as if it had died, and joins again.
+   */
+  async #lost (): Promise<void> {
+    const lost = this.#handler?.loseExecutions() ?? 0
+    this.#logger.warn({ instanceId: this.instanceId, executions: lost }, 'cluster: this instance was taken for dead; its executions were given up')
+    this.#holds.clear()
+    await this.#store.releaseAll(this.instanceId)
+    await this.#store.register(this.instanceId, this.options.leaseTtl)
+  }
+
+  #scheduleSweep (delay: number): void {
+    if (this.#stopped) return
+    this.#sweepTimer = setTimeout(() => { this.#sweeping = this.#runSweep() }, delay)
+    this.#sweepTimer.unref()
+  }
+
+  async #runSweep (): Promise<void> {
+    let nextExpiry: number | undefined
+    try {
+      nextExpiry = await this.#sweep()
+    } catch (error) {
+      this.#logger.warn({ err: error }, 'cluster: sweep failed')
+    }
+    this.#scheduleSweep(Math.min(this.options.sweepInterval, nextExpiry === undefined ? Infinity : nextExpiry + EXPIRY_MARGIN_MS))
+  }
+
+  /** Takes over what dead instances left; returns the ms until the next live lease lapses. */
+  async #sweep (): Promise<number | undefined> {
+    this.#resumeDeliveries(await this.#store.takeDeliveries(this.instanceId))
+    for (let batch = 0; batch < SWEEP_BATCHES && !this.#stopped; batch++) {
+      const orphans = await this.#store.orphans(SWEEP_BATCH)
+      for (const key of orphans) await this.#endOrphan(key)
+      if (orphans.length < SWEEP_BATCH) break
+    }
+    await this.#store.tidy(this.options.messageIdTtl)
+    return await this.#store.nextExpiry(this.instanceId)
+  }
+
+  #resumeDeliveries (taken: OutboxDelivery[]): void {
+    if (taken.length > 0) this.#push?.resume(taken)
+  }
+
+  async #endOrphan (key: TaskKey): Promise<void> {
+    if (this.#handler === undefined || !(await this.claim(key))) return
+    try {
+      // What its instance had not delivered goes out first, before the task's last event.
+      this.#resumeDeliveries(await this.#store.takeDeliveries(this.instanceId, key))
+      await this.#handler.endOrphan(key, this.options.onOrphan)
+    } catch (error) {
+      this.#logger.error({ err: error, taskId: key.taskId }, 'cluster: could not end a task whose instance died')
+    } finally {
+      this.drop(key)
+    }
+  }
+}

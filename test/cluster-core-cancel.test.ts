@@ -1,0 +1,78 @@
+// CancelTask across instances: B forwards it to the instance running the executor (a
+// command on the bus) and answers once the task's terminal event arrives; when that
+// instance is dead, B ends the task itself once the lease lapsed; an owner that never
+// confirms gets B's call an Unavailable after `cancelTimeout`.
+import t from 'tap'
+import type { AgentExecutor, ClusterStore } from '../lib/index.js'
+import { conformanceAgent } from '../examples/agent.js'
+import { overrideStore, testCluster, type TestCluster } from './helpers/cluster-core.js'
+import { call, eventually, result, userMessage } from './helpers/server.js'
+
+const cluster = await testCluster(t)
+if (cluster !== undefined) {
+  const a = await cluster.start()
+  const b = await cluster.start()
+
+  /** Starts `hold` on `instance`; resolves with the task once it is WORKING. */
+  async function hold (endpoint: string): Promise<any> {
+    const { task } = await result(endpoint, 'SendMessage', { message: userMessage('hold'), configuration: { returnImmediately: true } })
+    await eventually(async () => (await result(endpoint, 'GetTask', { id: task.id })).status.state === 'TASK_STATE_WORKING')
+    return task
+  }
+
+  t.test('hold on A, CancelTask on B: A aborts its executor and B answers with the CANCELED task', async t => {
+    const task = await hold(a.endpoint)
+    t.equal(a.fastify.a2a.handler.runningExecutions, 1)
+    const canceled = await result(b.endpoint, 'CancelTask', { id: task.id })
+    t.equal(canceled.id, task.id)
+    t.equal(canceled.status.state, 'TASK_STATE_CANCELED')
+    // Only A could end its executor: B claiming the task would have left it running.
+    await eventually(() => a.fastify.a2a.handler.runningExecutions === 0)
+    t.equal((await result(a.endpoint, 'GetTask', { id: task.id })).status.state, 'TASK_STATE_CANCELED', 'A agrees')
+    const again = await call(b.endpoint, 'CancelTask', { id: task.id })
+    t.equal(again.error.code, -32002, 'a second cancel: TaskNotCancelable, as on one instance')
+  })
+
+  t.test('CancelTask on the instance running the task stays local', async t => {
+    const task = await hold(b.endpoint)
+    t.equal((await result(b.endpoint, 'CancelTask', { id: task.id })).status.state, 'TASK_STATE_CANCELED')
+    t.equal(b.fastify.a2a.handler.runningExecutions, 0)
+  })
+
+  t.test('an owner that never confirms: Unavailable after cancelTimeout, the task still running', async t => {
+    let release = () => {}
+    const released = new Promise<void>(resolve => { release = resolve })
+    t.teardown(() => release())
+    // Ignores its aborted signal, and its cancel hook never returns.
+    const stubborn: AgentExecutor = {
+      async execute (context, events) {
+        if (context.message.parts[0]?.text !== 'hold') return await conformanceAgent.execute(context, events)
+        await events.working()
+        await released
+      },
+      cancel: () => released
+    }
+    const owner = await cluster.start({ options: { executor: stubborn } })
+    const asking = await cluster.start({ cluster: { cancelTimeout: 300 } })
+    const task = await hold(owner.endpoint)
+    const reply = await call(asking.endpoint, 'CancelTask', { id: task.id })
+    t.equal(reply.error.code, -32603)
+    t.match(reply.error.message, `the instance running task ${task.id} did not confirm the cancel within 300 ms`)
+    t.equal((await result(asking.endpoint, 'GetTask', { id: task.id })).status.state, 'TASK_STATE_WORKING')
+  })
+
+  t.test('the owner died: once its lease lapsed, B claims the task and cancels it itself', async t => {
+    // A cluster of two whose B never sweeps, so only its CancelTask can take the task.
+    const pair = await testCluster(t) as TestCluster
+    const noSweep = (store: ClusterStore) => overrideStore(store, { orphans: async () => [] })
+    const owner = await pair.start()
+    const asking = await pair.start({ wrapStore: noSweep })
+    const task = await hold(owner.endpoint)
+    await owner.cutOff()
+    const canceled = await result(asking.endpoint, 'CancelTask', { id: task.id })
+    t.equal(canceled.status.state, 'TASK_STATE_CANCELED')
+    t.equal((await result(asking.endpoint, 'GetTask', { id: task.id })).status.state, 'TASK_STATE_CANCELED')
+    await eventually(async () => (await pair.leases(task.id)).length === 0)
+    t.pass('the claimed lease is given back')
+  })
+}

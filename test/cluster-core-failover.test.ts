@@ -1,0 +1,110 @@
+// Failover: the instance running a task holds a lease renewed by heartbeat. When it dies,
+// another instance claims its tasks once the lease lapsed and ends them FAILED (or resumes
+// them, with `onOrphan: 'resume'`); subscribers on live instances get the terminal event.
+import t from 'tap'
+import { ORPHAN_MESSAGE, type AgentExecutor, type ClusterStore, type Task } from '../lib/index.js'
+import { conformanceAgent } from '../examples/agent.js'
+import { overrideStore, testCluster, type TestCluster } from './helpers/cluster-core.js'
+import { eventually, openSse, result, userMessage } from './helpers/server.js'
+
+/** Failover takes the lease (1 s) and one sweep; this bounds the waits below, well above it. */
+const FAILOVER_MS = 5000
+
+const cluster = await testCluster(t)
+if (cluster !== undefined) {
+  const observer = await cluster.start()
+
+  async function hold (endpoint: string): Promise<any> {
+    const { task } = await result(endpoint, 'SendMessage', { message: userMessage('hold'), configuration: { returnImmediately: true } })
+    await eventually(async () => (await result(endpoint, 'GetTask', { id: task.id })).status.state === 'TASK_STATE_WORKING')
+    return task
+  }
+
+  /** SubscribeToTask over JSON-RPC SSE, open once its first event (the task) arrived. */
+  const subscribe = (endpoint: string, id: string) =>
+    openSse(endpoint, 'POST', { jsonrpc: '2.0', id: 'sub', method: 'SubscribeToTask', params: { id } }, 1)
+
+  const orphanMessage = (task: Task) => ({ role: 'ROLE_AGENT', parts: [{ text: ORPHAN_MESSAGE }], taskId: task.id, contextId: task.contextId })
+
+  t.test('the owner dies during hold: a subscriber on another instance gets FAILED, and GetTask agrees', async t => {
+    const owner = await cluster.start()
+    const task = await hold(owner.endpoint)
+    const subscription = await subscribe(observer.endpoint, task.id)
+    await owner.cutOff()
+    await subscription.ended
+    const events = subscription.events.map(event => event.data.result)
+    t.equal(events.length, 2)
+    t.equal(events[0].task.status.state, 'TASK_STATE_WORKING')
+    const { status } = events[1].statusUpdate
+    t.equal(status.state, 'TASK_STATE_FAILED')
+    t.match(status.message, orphanMessage(task), 'the status message says the instance stopped')
+    const stored = await result(observer.endpoint, 'GetTask', { id: task.id })
+    t.same(stored.status, status)
+    t.same(stored.history.at(-1), status.message, 'in the history too')
+    await eventually(async () => (await cluster.leases(task.id)).length === 0)
+    t.pass('no lease is left')
+  })
+
+  t.test('a task left running with no lease (a crash before the cluster) is failed; an interrupted one waits on', async t => {
+    const scope = { tenant: '' }
+    const seeded = (id: string, state: Task['status']['state']): Task =>
+      ({ id, contextId: `ctx-${id}`, status: { state }, history: [{ messageId: `m-${id}`, role: 'ROLE_USER', parts: [{ text: id }] }] })
+    await observer.stores.taskStore.create(seeded('left-working', 'TASK_STATE_WORKING'), scope)
+    await observer.stores.taskStore.create(seeded('left-input', 'TASK_STATE_INPUT_REQUIRED'), scope)
+    let failed: any
+    await eventually(async () => (failed = await result(observer.endpoint, 'GetTask', { id: 'left-working' })).status.state === 'TASK_STATE_FAILED', FAILOVER_MS)
+    t.match(failed.status.message, orphanMessage(seeded('left-working', 'TASK_STATE_WORKING')))
+    t.equal((await result(observer.endpoint, 'GetTask', { id: 'left-input' })).status.state, 'TASK_STATE_INPUT_REQUIRED')
+  })
+
+  t.test("onOrphan 'resume': the instance that claims the task hands it to executor.resume", async t => {
+    const resumable: AgentExecutor = {
+      execute: conformanceAgent.execute,
+      async resume (context, events) {
+        await events.artifact({ artifactId: 'resumed', parts: [{ text: `resumed ${context.task?.status.state} after ${context.message.parts[0]?.text}` }] })
+        await events.completed()
+      }
+    }
+    // A cluster of its own: every instance there resumes.
+    const own = await testCluster(t) as TestCluster
+    const options = { options: { executor: resumable }, cluster: { onOrphan: 'resume' as const } }
+    const owner = await own.start(options)
+    const taker = await own.start(options)
+    const task = await hold(owner.endpoint)
+    const subscription = await subscribe(taker.endpoint, task.id)
+    await owner.cutOff()
+    await subscription.ended
+    const events = subscription.events.map(event => event.data.result)
+    t.same(events.slice(1).map(event => Object.keys(event)[0]), ['artifactUpdate', 'statusUpdate'])
+    t.same(events[1].artifactUpdate.artifact.parts, [{ text: 'resumed TASK_STATE_WORKING after hold' }])
+    t.equal(events[2].statusUpdate.status.state, 'TASK_STATE_COMPLETED')
+    await eventually(async () => (await own.leases(task.id)).length === 0)
+    t.pass('the resumed execution gives its lease back')
+  })
+
+  t.test('an instance whose lease lapsed gives its executions up, then serves again', async t => {
+    let stalled: Promise<void> | undefined
+    let resume = () => {}
+    const stallable = (store: ClusterStore) => overrideStore(store, {
+      renew: async (instance, ttl) => {
+        await stalled
+        return await store.renew(instance, ttl)
+      }
+    })
+    const owner = await cluster.start({ wrapStore: stallable })
+    const task = await hold(owner.endpoint)
+    stalled = new Promise(resolve => { resume = resolve })
+    let failed: any
+    await eventually(async () => (failed = await result(observer.endpoint, 'GetTask', { id: task.id })).status.state === 'TASK_STATE_FAILED', FAILOVER_MS)
+    t.equal(owner.fastify.a2a.handler.runningExecutions, 1, 'the owner does not know yet')
+    stalled = undefined
+    resume()
+    await eventually(() => owner.fastify.a2a.handler.runningExecutions === 0, FAILOVER_MS)
+    t.same((await result(observer.endpoint, 'GetTask', { id: task.id })).status, failed.status, 'its executor wrote nothing more')
+
+    const next = await hold(owner.endpoint)
+    t.equal((await result(observer.endpoint, 'CancelTask', { id: next.id })).status.state, 'TASK_STATE_CANCELED')
+    await eventually(() => owner.fastify.a2a.handler.runningExecutions === 0)
+    t.pass('it runs tasks as a live owner again: the cancel reached it')
+  })
+}
