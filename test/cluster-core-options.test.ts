@@ -22,6 +22,8 @@ const emptyStore = (): ClusterStore => ({
   reclaimMessage: async () => false,
   forgetMessage: async () => {},
   recordDeliveries: async (_instance, _key, _event, configIds) => configIds.map(String),
+  markConfig: async () => {},
+  configsBehind: async () => [],
   ownsDelivery: async () => true,
   finishDelivery: async () => {},
   takeDeliveries: async () => [],

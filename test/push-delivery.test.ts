@@ -3,6 +3,9 @@
 // retried, timeouts, deletion, the queue bound, the metrics callback, secrets kept out
 // of logs, shutdown.
 import { Writable } from 'node:stream'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { setFlagsFromString } from 'node:v8'
+import { runInNewContext } from 'node:vm'
 import Fastify from 'fastify'
 import t, { type Test } from 'tap'
 import { conformanceAgent, conformanceCard } from '../examples/agent.js'
@@ -137,6 +140,24 @@ t.test('an attempt that gets no answer times out and is retried', async t => {
   await sender.idle()
   t.equal(receiver.bodies('/slow').length, 3)
   t.same(reports.map(r => [r.outcome, r.attempts]), [['delivered', 2], ['delivered', 1]])
+})
+
+t.test('the attempt timeout still fires when a garbage collection runs meanwhile (nodejs/node#57736)', async t => {
+  // gc() without --expose-gc on the command line: a flag set at run time, read in a new context.
+  setFlagsFromString('--expose-gc')
+  const gc = runInNewContext('gc') as () => void
+  const never = new Promise<number>(() => {})
+  const { receiver, url, sender, reports } = await setup(t, (_path, n) => n === 1 ? never : 200, { timeout: 200 })
+  await result(url, 'SendMessage', { message: userMessage('hello'), configuration: { taskPushNotificationConfig: { url: `${receiver.origin}/gc` } } })
+  await eventually(() => receiver.bodies('/gc').length === 1)
+  for (let i = 0; i < 5; i++) {
+    gc()
+    await sleep(20)
+  }
+  // With AbortSignal.timeout inside AbortSignal.any the first attempt never ended: idle() never resolved.
+  const outcome = await Promise.race([sender.idle().then(() => 'idle'), sleep(10_000, 'stuck')])
+  t.equal(outcome, 'idle')
+  t.same(reports[0], { outcome: 'delivered', attempts: 2, status: 200, taskId: reports[0]?.taskId, configId: reports[0]?.configId, tenant: '', event: 'task' })
 })
 
 t.test('past maxQueued, deliveries are dropped and counted; the queued ones still arrive', async t => {

@@ -31,7 +31,7 @@ if (url !== undefined) {
     await Promise.all([...pools, ...pools].map(pool => migratePostgres(pool, schema)))
     const [pool] = pools as [pg.Pool]
     const versions = await pool.query(`SELECT version FROM ${pg.escapeIdentifier(schema)}.a2a_schema_version ORDER BY version`)
-    t.same(versions.rows, [{ version: 1 }, { version: 2 }, { version: 3 }], 'each applied once')
+    t.same(versions.rows, [{ version: 1 }, { version: 2 }, { version: 3 }, { version: 4 }], 'each applied once')
     const stores = await openPostgresStores({ pool, schema })
     await stores.taskStore.create({ id: 'x', contextId: 'c', status: { state: 'TASK_STATE_WORKING' } }, { tenant: '' })
     await stores.close()

@@ -54,8 +54,10 @@ export class ClusterMember {
 
   /** The push outbox of this instance: deliveries recorded under its id. */
   readonly outbox: PushOutbox = {
-    record: (ref: TaskRef, event: StreamResponse, configIds: string[]) =>
-      this.#store.recordDeliveries(this.instanceId, { tenant: ref.scope.tenant, taskId: ref.taskId, contextId: ref.contextId }, event, configIds),
+    record: (ref: TaskRef, event: StreamResponse, configIds: string[], version?: number) =>
+      this.#store.recordDeliveries(this.instanceId, { tenant: ref.scope.tenant, taskId: ref.taskId, contextId: ref.contextId }, event, configIds, version),
+    behind: (ref: TaskRef, configIds: string[], version: number) =>
+      this.#store.configsBehind({ tenant: ref.scope.tenant, taskId: ref.taskId }, configIds, version),
     owns: (id: string) => this.#store.ownsDelivery(this.instanceId, id),
     finish: (id: string) => this.#store.finishDelivery(id)
   }
@@ -99,8 +101,18 @@ export class ClusterMember {
     }
   }
 
-  /** That execution ended: the lease is given back after the last one. */
+  /**
+   * That execution ended: the lease is given back after the last one, once the task's events
+   * so far have their push deliveries recorded (only a task whose lease names a dead instance
+   * is claimed, and so caught up on events stored but never recorded).
+   */
   drop (key: TaskKey): void {
+    const recording = this.#push?.recorded(key)
+    if (recording === undefined) this.#release(key)
+    else void recording.then(() => this.#release(key))
+  }
+
+  #release (key: TaskKey): void {
     const name = nameOf(key)
     const hold = this.#holds.get(name)
     if (hold === undefined || hold.count === 0 || --hold.count > 0) return
@@ -155,6 +167,13 @@ export class ClusterMember {
     } catch (error) {
       this.#logger.warn({ err: error, taskId: key.taskId }, 'cluster: could not forget a refused messageId')
     }
+  }
+
+  // ---- push ------------------------------------------------------------------------------
+
+  /** A push config was created with the task at `version`: it is owed the events after it, not a catch-up for those before. */
+  markConfig (key: TaskKey, configId: string, version: number): Promise<void> {
+    return this.#store.markConfig(key, configId, version)
   }
 
   // ---- internals --------------------------------------------------------------------------
@@ -243,9 +262,10 @@ export class ClusterMember {
   async #endOrphan (key: TaskKey): Promise<void> {
     if (this.#handler === undefined || !(await this.claim(key))) return
     try {
-      // What its instance had not delivered goes out first, before the task's last event.
+      // What its instance had not delivered goes out first, then the stored task to the configs
+      // whose deliveries stop below its version, before the task's last event.
       this.#resumeDeliveries(await this.#store.takeDeliveries(this.instanceId, key))
-      await this.#handler.endOrphan(key, this.options.onOrphan)
+      await this.#handler.endOrphan(key, this.options.onOrphan, this.#push?.catchUp)
     } catch (error) {
       this.#logger.error({ err: error, taskId: key.taskId }, 'cluster: could not end a task whose instance died')
     } finally {

@@ -4,6 +4,7 @@
 // task and instance running it, live while its instance is.
 import pg from 'pg'
 import type { StreamResponse } from '../schema/wire.js'
+import { TERMINAL_STATES } from '../handler/states.js'
 import { transaction } from '../store/pg-transaction.js'
 import { UNFINISHED_STATES } from '../store/rows.js'
 import type { ClusterStore, OutboxDelivery, TaskKey } from './types.js'
@@ -110,12 +111,30 @@ export class PostgresClusterStore implements ClusterStore {
     await this.#pool.query(`DELETE FROM ${this.#S}.a2a_message_ids WHERE tenant = $1 AND message_id = $2 AND task_id = $3`, [tenant, messageId, taskId])
   }
 
-  async recordDeliveries (instance: string, key: TaskKey & { contextId: string }, event: StreamResponse, configIds: string[]): Promise<string[]> {
-    const { rows } = await this.#pool.query<{ seq: string, config_id: string }>(`INSERT INTO ${this.#S}.a2a_push_outbox
+  async recordDeliveries (instance: string, key: TaskKey & { contextId: string }, event: StreamResponse, configIds: string[], version?: number): Promise<string[]> {
+    const S = this.#S
+    // One statement: the marks move only with the rows they account for.
+    const { rows } = await this.#pool.query<{ seq: string, config_id: string }>(`WITH marks AS (
+        INSERT INTO ${S}.a2a_push_marks (tenant, task_id, config_id, version) SELECT $2, $3, config_id, $7 FROM unnest($5::text[]) AS config_id
+        WHERE $7::bigint IS NOT NULL
+        ON CONFLICT (tenant, task_id, config_id) DO UPDATE SET version = GREATEST(${S}.a2a_push_marks.version, EXCLUDED.version))
+      INSERT INTO ${S}.a2a_push_outbox
       (owner, tenant, task_id, context_id, config_id, event) SELECT $1, $2, $3, $4, config_id, $6 FROM unnest($5::text[]) AS config_id
-      RETURNING seq, config_id`, [instance, key.tenant, key.taskId, key.contextId, configIds, JSON.stringify(event)])
+      RETURNING seq, config_id`, [instance, key.tenant, key.taskId, key.contextId, configIds, JSON.stringify(event), version ?? null])
     const ids = new Map(rows.map(row => [row.config_id, row.seq]))
     return configIds.map(id => ids.get(id) as string)
+  }
+
+  async markConfig (key: TaskKey, configId: string, version: number): Promise<void> {
+    await this.#pool.query(`INSERT INTO ${this.#S}.a2a_push_marks (tenant, task_id, config_id, version) VALUES ($1, $2, $3, $4)
+      ON CONFLICT DO NOTHING`, [key.tenant, key.taskId, configId, version])
+  }
+
+  async configsBehind (key: TaskKey, configIds: string[], version: number): Promise<string[]> {
+    const { rows } = await this.#pool.query<{ config_id: string }>(`SELECT c.config_id FROM unnest($3::text[]) WITH ORDINALITY AS c (config_id, n)
+      LEFT JOIN ${this.#S}.a2a_push_marks m ON m.tenant = $1 AND m.task_id = $2 AND m.config_id = c.config_id
+      WHERE COALESCE(m.version, 0) < $4 ORDER BY c.n`, [key.tenant, key.taskId, configIds, version])
+    return rows.map(row => row.config_id)
   }
 
   async ownsDelivery (instance: string, id: string): Promise<boolean> {
@@ -151,5 +170,9 @@ export class PostgresClusterStore implements ClusterStore {
     await this.#pool.query(`DELETE FROM ${S}.a2a_instances i WHERE i.expires_at < clock_timestamp()
       AND NOT EXISTS (SELECT 1 FROM ${S}.a2a_task_leases l WHERE l.owner = i.id)
       AND NOT EXISTS (SELECT 1 FROM ${S}.a2a_push_outbox o WHERE o.owner = i.id)`)
+    // A task ended (or expired) that no lease names has no more events, and no taker: its marks are of no use.
+    await this.#pool.query(`DELETE FROM ${S}.a2a_push_marks m
+      WHERE NOT EXISTS (SELECT 1 FROM ${S}.a2a_tasks t WHERE t.tenant = m.tenant AND t.id = m.task_id AND t.state <> ALL($1))
+      AND NOT EXISTS (SELECT 1 FROM ${S}.a2a_task_leases l WHERE l.tenant = m.tenant AND l.task_id = m.task_id)`, [TERMINAL_STATES])
   }
 }

@@ -59,8 +59,16 @@ export interface ClusterStore {
   /** Forgets that `messageId` started `taskId` (its turn was refused before it began). */
   forgetMessage (tenant: string, messageId: string, taskId: string): Promise<void>
 
-  /** Records deliveries owned by `instance`, one per config; returns their ids in the order of `configIds`. */
-  recordDeliveries (instance: string, key: TaskKey & { contextId: string }, event: StreamResponse, configIds: string[]): Promise<string[]>
+  /**
+   * Records deliveries owned by `instance`, one per config; returns their ids in the order of
+   * `configIds`. With the task's `version` after the event, in the same statement: the
+   * configs' marks move up to it (the events up to it are recorded for them).
+   */
+  recordDeliveries (instance: string, key: TaskKey & { contextId: string }, event: StreamResponse, configIds: string[], version?: number): Promise<string[]>
+  /** The config was created when the task was at `version`: it is owed the events after it. Keeps a mark already set. */
+  markConfig (key: TaskKey, configId: string, version: number): Promise<void>
+  /** The configs among `configIds` whose mark is below `version` (no mark counts as 0): they missed stored events. */
+  configsBehind (key: TaskKey, configIds: string[], version: number): Promise<string[]>
   /** Does `instance` still own the delivery (no other took it over)? Asked before each attempt. */
   ownsDelivery (instance: string, id: string): Promise<boolean>
   /** The delivery had its outcome (delivered or given up): forgotten. */
@@ -72,7 +80,10 @@ export interface ClusterStore {
    */
   takeDeliveries (instance: string, key?: TaskKey): Promise<OutboxDelivery[]>
 
-  /** Housekeeping: forgets messageIds recorded over `messageIdTtl` ms ago and dead instances that left nothing. */
+  /**
+   * Housekeeping: forgets messageIds recorded over `messageIdTtl` ms ago, dead instances that
+   * left nothing, and the marks of ended (or expired) tasks no lease names.
+   */
   tidy (messageIdTtl: number): Promise<void>
 }
 

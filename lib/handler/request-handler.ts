@@ -54,10 +54,10 @@ export interface RequestHandlerOptions {
    */
   inputModes?: readonly string[]
   /**
-   * Called with every event of a task once it is stored (push delivery hooks in here).
-   * Not called for a direct message reply, which belongs to no task.
+   * Called with every event of a task once it is stored, with the task's version after it
+   * (push delivery hooks in here). Not called for a direct message reply, which belongs to no task.
    */
-  onTaskEvent?: (event: StreamResponse, task: TaskRef) => void
+  onTaskEvent?: (event: StreamResponse, task: TaskRef, version?: number) => void
   /** Checks a push config before it is stored; throws (InvalidParams) to refuse it. The SSRF guard hooks in here. */
   checkPushConfig?: (config: StoredPushConfig) => Promise<void>
   /**
@@ -350,11 +350,17 @@ export class RequestHandler {
   /**
    * The task's instance died and this one claimed it: a SUBMITTED or WORKING task ends FAILED
    * with a status message saying so, or `executor.resume` takes it on; others are left as they are.
+   * `catchUp` gets the stored task first, as an event with its version (whatever its state):
+   * the push configs that missed some of its events get it.
    */
-  async endOrphan (key: TaskKey, policy: OrphanPolicy): Promise<void> {
+  async endOrphan (key: TaskKey, policy: OrphanPolicy, catchUp?: (event: StreamResponse, task: TaskRef, version: number) => void): Promise<void> {
     const scope = { tenant: key.tenant }
-    const task = await this.#options.taskStore.get(key.taskId, scope)
-    if (task === undefined || isTerminal(task.status.state) || isInterrupted(task.status.state)) return
+    const { taskStore } = this.#options
+    const snapshot = taskStore.getVersioned === undefined ? { task: await taskStore.get(key.taskId, scope) } : await taskStore.getVersioned(key.taskId, scope)
+    if (snapshot?.task === undefined) return
+    const { task } = snapshot
+    if ('version' in snapshot) catchUp?.({ task: projectTask(task) }, { taskId: task.id, contextId: task.contextId as string, scope }, snapshot.version)
+    if (isTerminal(task.status.state) || isInterrupted(task.status.state)) return
     const run = this.#runFor(scope, task)
     // No execution of it runs here (the claim says so): the stored state is the current one.
     run.state = task.status.state
@@ -534,7 +540,11 @@ export class RequestHandler {
     const task = await this.#loadTask(params.taskId, context)
     const config = this.#pushConfig(params, task.id)
     await this.#options.checkPushConfig?.(config)
-    await this.#options.pushConfigStore.set(config, this.#scope(context))
+    const scope = this.#scope(context)
+    // Read before the config is stored: an event racing its creation may be caught up, never missed.
+    const version = this.#options.cluster === undefined ? undefined : (await this.#options.taskStore.getVersioned?.(task.id, scope))?.version
+    await this.#options.pushConfigStore.set(config, scope)
+    if (version !== undefined) await this.#options.cluster?.markConfig({ tenant: scope.tenant, taskId: task.id }, config.id as string, version)
     return config
   }
 
@@ -881,8 +891,9 @@ export class RequestHandler {
 
   /** Publishes a stored change's event with the task's version after it (TaskStore); a direct reply goes on the bus without one. */
   #publish (run: TaskRun, event: StreamResponse, version: number | void): void {
-    this.#options.bus.publish(run.topic, event, typeof version === 'number' ? version : undefined)
-    this.#options.onTaskEvent?.(event, { taskId: run.taskId, contextId: run.contextId, scope: run.scope })
+    const counted = typeof version === 'number' ? version : undefined
+    this.#options.bus.publish(run.topic, event, counted)
+    this.#options.onTaskEvent?.(event, { taskId: run.taskId, contextId: run.contextId, scope: run.scope }, counted)
   }
 
   #agentMessage (run: TaskRun, input: AgentMessageInput): Message {

@@ -1,7 +1,8 @@
 // Classes of task states (spec §10.1).
 import type { TaskState } from '../schema/wire.js'
 
-const terminal = new Set<TaskState>(['TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_CANCELED', 'TASK_STATE_REJECTED'])
+export const TERMINAL_STATES: readonly TaskState[] = ['TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_CANCELED', 'TASK_STATE_REJECTED']
+const terminal = new Set<TaskState>(TERMINAL_STATES)
 const interrupted = new Set<TaskState>(['TASK_STATE_INPUT_REQUIRED', 'TASK_STATE_AUTH_REQUIRED'])
 
 /** Nothing leaves a terminal state. */

@@ -11,7 +11,7 @@ import type { LookupFunction } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { invalidParams } from '../errors/index.js'
 import type { Logger, TaskRef } from '../handler/request-handler.js'
-import type { OutboxDelivery } from '../cluster/types.js'
+import type { OutboxDelivery, TaskKey } from '../cluster/types.js'
 import type { StreamResponse, TaskPushNotificationConfig } from '../schema/wire.js'
 import type { PushConfigStore } from '../store/types.js'
 import { hostOf, WebhookGuard, WebhookRefusedError, type Resolver } from './ssrf.js'
@@ -45,8 +45,13 @@ export type PushOutcome = 'delivered' | 'failed' | 'refused' | 'dropped'
  * forgotten after its outcome, so the instance that takes over a dead one delivers what it left.
  */
 export interface PushOutbox {
-  /** Records one delivery per config of the event's task; returns their ids in the order of `configIds`. */
-  record (ref: TaskRef, event: StreamResponse, configIds: string[]): Promise<string[]>
+  /**
+   * Records one delivery per config of the event's task; returns their ids in the order of
+   * `configIds`. `version`, the task's after the event, is recorded with them as the configs' mark.
+   */
+  record (ref: TaskRef, event: StreamResponse, configIds: string[], version?: number): Promise<string[]>
+  /** The configs among `configIds` whose deliveries are recorded only up to a version below `version`. */
+  behind (ref: TaskRef, configIds: string[], version: number): Promise<string[]>
   /** Is the delivery still this instance's? False once another took it over. */
   owns (id: string): Promise<boolean>
   finish (id: string): Promise<void>
@@ -166,25 +171,44 @@ export class PushSender {
     }
   }
 
-  /** Queues the event for every config of its task. Returns at once. */
-  notify = (event: StreamResponse, ref: TaskRef): void => {
+  /** Queues the event for every config of its task; `version` is the task's after it. Returns at once. */
+  notify = (event: StreamResponse, ref: TaskRef, version?: number): void => {
+    this.#queueLookup(event, ref, version, false)
+  }
+
+  /**
+   * The task's instance died (the cluster): each config whose deliveries are recorded below the
+   * task's stored `version` missed events that were stored and never recorded; it gets `event`,
+   * the stored task, in its place. Queued like an event, so it goes before the events notified after.
+   */
+  catchUp = (event: StreamResponse, ref: TaskRef, version: number): void => {
+    if (this.#outbox !== undefined) this.#queueLookup(event, ref, version, true)
+  }
+
+  /** Settles once the task's events notified so far have their deliveries recorded (or their lookup failed); undefined when none waits. */
+  recorded (key: TaskKey): Promise<void> | undefined {
+    return this.#lookups.get(topicOf(key.tenant, key.taskId))
+  }
+
+  #queueLookup (event: StreamResponse, ref: TaskRef, version: number | undefined, onlyBehind: boolean): void {
     if (this.#closing.signal.aborted) return
-    const topic = `${ref.scope.tenant}\u0000${ref.taskId}`
+    const topic = topicOf(ref.scope.tenant, ref.taskId)
     // A store that knows at once that the task has no config spares the lookup (most tasks
     // have none); not while an earlier event's lookup waits, which keeps the order.
     if (this.#store.hasConfigs?.(ref.taskId, ref.scope) === false && !this.#lookups.has(topic)) return
     this.#busy++
     const link: { tail?: Promise<void> } = {}
-    link.tail = this.#lookUp(this.#lookups.get(topic), event, ref, topic, link)
+    link.tail = this.#lookUp(this.#lookups.get(topic), event, ref, version, onlyBehind, topic, link)
     this.#lookups.set(topic, link.tail)
   }
 
   /** One event's lookup, after the task's previous one: an async function, fewer promises per event than a then/catch/finally chain. */
-  async #lookUp (previous: Promise<void> | undefined, event: StreamResponse, ref: TaskRef, topic: string, link: { tail?: Promise<void> }): Promise<void> {
+  async #lookUp (previous: Promise<void> | undefined, event: StreamResponse, ref: TaskRef, version: number | undefined, onlyBehind: boolean,
+    topic: string, link: { tail?: Promise<void> }): Promise<void> {
     try {
       try {
         await previous
-        await this.#fanOut(event, ref)
+        await this.#fanOut(event, ref, version, onlyBehind)
       } catch (error) {
         this.#logger.error({ err: error, taskId: ref.taskId }, 'push: reading the push configs failed')
       }
@@ -214,14 +238,15 @@ export class PushSender {
     this.#agents.https.destroy()
   }
 
-  async #fanOut (event: StreamResponse, ref: TaskRef): Promise<void> {
+  async #fanOut (event: StreamResponse, ref: TaskRef, version: number | undefined, onlyBehind: boolean): Promise<void> {
     // Serialised only for a task that has configs: most tasks have none.
     let body: string | undefined
     let pageToken: string | undefined
     do {
       const page = await this.#store.list(ref.taskId, { pageSize: PAGE_SIZE, pageToken }, ref.scope)
-      const configIds = page.configs.map(config => config.id as string)
-      const outboxIds = this.#outbox === undefined || configIds.length === 0 ? [] : await this.#outbox.record(ref, event, configIds)
+      let configIds = page.configs.map(config => config.id as string)
+      if (onlyBehind && configIds.length > 0) configIds = await this.#outbox?.behind(ref, configIds, version as number) ?? []
+      const outboxIds = this.#outbox === undefined || configIds.length === 0 ? [] : await this.#outbox.record(ref, event, configIds, version)
       configIds.forEach((configId, i) => this.#enqueue({ event, body: body ??= JSON.stringify(event), ref, configId, outboxId: outboxIds[i] }))
       pageToken = page.nextPageToken
     } while (pageToken !== '')
@@ -336,8 +361,24 @@ export class PushSender {
     }
     if (config.token !== undefined && config.token !== '') headers['x-a2a-notification-token'] = config.token
     const secure = url.protocol === 'https:'
-    const signal = AbortSignal.any([this.#closing.signal, AbortSignal.timeout(this.#options.timeout)])
-    return await new Promise<Attempt>(resolve => {
+    // An own timer, not AbortSignal.timeout inside AbortSignal.any: on Node 20 the timeout
+    // signal can be garbage-collected before it fires, and the attempt then never ends
+    // (nodejs/node#57736).
+    const attempt = new AbortController()
+    const { signal } = attempt
+    const timer = setTimeout(() => attempt.abort(), this.#options.timeout)
+    const abortOnClose = (): void => attempt.abort()
+    this.#closing.signal.addEventListener('abort', abortOnClose, { once: true })
+    try {
+      return await this.#post(url, secure, headers, body, signal)
+    } finally {
+      clearTimeout(timer)
+      this.#closing.signal.removeEventListener('abort', abortOnClose)
+    }
+  }
+
+  #post (url: URL, secure: boolean, headers: Record<string, string>, body: string, signal: AbortSignal): Promise<Attempt> {
+    return new Promise<Attempt>(resolve => {
       let request: http.ClientRequest
       try {
         request = (secure ? httpsRequest : http.request)(url, {
@@ -410,6 +451,8 @@ export class PushSender {
 }
 
 const httpsRequest = https.request as typeof http.request
+
+const topicOf = (tenant: string, taskId: string) => `${tenant}\u0000${taskId}`
 
 function validHeaderValue (value: string): boolean {
   try {

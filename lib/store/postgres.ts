@@ -126,6 +126,16 @@ const MIGRATIONS: Array<(S: string) => string> = [S => `
   -- A task's version (TaskStore): 1 when created, one more per change. No index holds it,
   -- so adding one is a HOT update of the task's row.
   ALTER TABLE ${S}.a2a_tasks ADD COLUMN version BIGINT NOT NULL DEFAULT 1;
+`, S => `
+  -- Per task and push config, the task's version up to which its deliveries are recorded in
+  -- the outbox: a taker sends the task to a config left behind (lib/cluster/postgres.ts).
+  CREATE TABLE ${S}.a2a_push_marks (
+    tenant TEXT COLLATE "C" NOT NULL,
+    task_id TEXT COLLATE "C" NOT NULL,
+    config_id TEXT COLLATE "C" NOT NULL,
+    version BIGINT NOT NULL,
+    PRIMARY KEY (tenant, task_id, config_id)
+  );
 `]
 
 /** Any number like this one serialises migrations of every schema across processes. */
