@@ -1,7 +1,7 @@
 // Bench figure, not a test: a stream of appended artifact chunks through the PostgreSQL
-// store. An append is one inserted row, so 20,000 chunks should take about twice as
-// long as 10,000 (a ratio near 2 means linear; a rewrite of the task per chunk would be
-// quadratic, near 4). `npm run bench:store`; A2A_BENCH_POSTGRES overrides the database.
+// store. An append is one inserted row plus the task's version bumped in place (a HOT
+// update), so 20,000 chunks should take about twice as long as 10,000 (a ratio near 2
+// means linear; a rewrite of the artifact per chunk would be quadratic, near 4). `npm run bench:store`; A2A_BENCH_POSTGRES overrides the database.
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import { openPostgresStores } from '../lib/index.js'
