@@ -41,7 +41,7 @@ function webSocketOptions (env: AgentEnv): WebSocketOptions {
 export async function buildConformanceServer (env: AgentEnv = process.env): Promise<FastifyInstance> {
   const stores = await openStores(env.A2A_STORE ?? 'memory')
   const fastify = Fastify({ logger: { level: 'warn' } })
-  const shared = openBus(env)
+  const shared = openBus(env, (error) => fastify.log.warn({ err: error }, 'redis connection error'))
   await fastify.register(a2aWebSocket, {
     executor: conformanceAgent,
     card: conformanceCard,
@@ -77,15 +77,14 @@ interface SharedBus {
  * query parameter names the schema of the overflow table). `A2A_BUS_PREFIX` prefixes the
  * channels (and the Redis rate-limit keys), so several clusters can share one server.
  */
-function openBus (env: AgentEnv): SharedBus | undefined {
+function openBus (env: AgentEnv, onError: (error: Error) => void): SharedBus | undefined {
   const spec = env.A2A_BUS
   if (spec === undefined || spec === '') return undefined
   const prefix = env.A2A_BUS_PREFIX
   if (spec.startsWith('redis://') || spec.startsWith('rediss://')) {
-    return {
-      bus: redisBus({ url: spec, channelPrefix: prefix === undefined ? undefined : `${prefix}events:` }),
-      counters: env.A2A_RATE_LIMIT === undefined ? undefined : new Redis(spec, { keyPrefix: prefix })
-    }
+    const counters = env.A2A_RATE_LIMIT === undefined ? undefined : new Redis(spec, { keyPrefix: prefix })
+    counters?.on('error', onError)
+    return { bus: redisBus({ url: spec, channelPrefix: prefix === undefined ? undefined : `${prefix}events:`, onError }), counters }
   }
   if (spec.startsWith('postgres://') || spec.startsWith('postgresql://')) {
     const { connectionString, schema } = splitSchema(spec)

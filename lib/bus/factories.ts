@@ -13,6 +13,11 @@ export interface RedisBusOptions {
   publisher?: Redis
   /** Prefix of the Redis channels. Default `a2a:events:`. */
   channelPrefix?: string
+  /**
+   * Errors of the connections the bus opens (ioredis reconnects by itself), e.g. to log
+   * them. Without it ioredis prints each as an "Unhandled error event".
+   */
+  onError?: (error: Error) => void
 }
 
 export type ClosableRedisBus = RedisEventBus & { close (): Promise<void> }
@@ -24,6 +29,8 @@ export function redisBus (options: RedisBusOptions): ClosableRedisBus {
   // and Redis refuses INFO in subscriber mode (ioredis 5.8.2 and later, redis/ioredis#2037).
   const subscriber = publisher.duplicate({ enableReadyCheck: false })
   const owned = options.publisher === undefined ? [publisher, subscriber] : [subscriber]
+  const { onError } = options
+  if (onError !== undefined) for (const connection of owned) connection.on('error', onError)
   const bus = new RedisEventBus({ publisher, subscriber, channelPrefix: options.channelPrefix })
   return Object.assign(bus, {
     async close () {
