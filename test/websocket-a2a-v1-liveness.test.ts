@@ -4,7 +4,7 @@
 // small here.
 import t from 'tap'
 import { startServer, userMessage } from './helpers/server.js'
-import { frameReader, rawUpgrade } from './helpers/ws.js'
+import { frameReader, pingedThenClosedIdle, rawUpgrade } from './helpers/ws.js'
 import { connectV1, v1Url } from './helpers/ws-a2a-v1.js'
 
 t.test('a peer that does not answer the ping is closed with 1001; one that does stays', async t => {
@@ -14,12 +14,7 @@ t.test('a peer that does not answer the ping is closed with 1001; one that does 
   t.teardown(() => answering.close())
   const { socket, response, rest } = await rawUpgrade(server.origin, ['Sec-WebSocket-Protocol: a2a.v1'])
   t.match(response, /^HTTP\/1\.1 101 /)
-  const reader = frameReader(socket, rest)
-  t.equal((await reader.next(2000)).opcode, 0x9, 'pinged')
-  const close = await reader.next(2000)
-  t.equal(close.opcode, 0x8)
-  t.equal(close.payload.readUInt16BE(0), 1001)
-  t.equal(close.payload.subarray(2).toString(), 'idle timeout')
+  await pingedThenClosedIdle(t, frameReader(socket, rest))
   socket.destroy()
   await new Promise(resolve => setTimeout(resolve, 400))
   t.equal(answering.socket.readyState, answering.socket.OPEN, 'the ws client answered every ping')

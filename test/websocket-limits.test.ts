@@ -3,7 +3,7 @@
 import { connect as netConnect } from 'node:net'
 import t from 'tap'
 import { startServer, userMessage } from './helpers/server.js'
-import { clientFrame, connect, frameReader, rawUpgrade, refusedUpgrade, wsUrl } from './helpers/ws.js'
+import { clientFrame, connect, frameReader, pingedThenClosedIdle, rawUpgrade, refusedUpgrade, wsUrl } from './helpers/ws.js'
 
 t.test('a message over the cap ends the connection with 1009; a new connection works', async t => {
   const server = await startServer()
@@ -45,13 +45,7 @@ t.test('idleTimeout: a silent peer is closed with 1001; one that answers pings s
   t.teardown(() => server.close())
   const answering = await connect(wsUrl(server.origin))
   const { socket, rest } = await rawUpgrade(server.origin, [], '/?A2A-Version=1.0')
-  const reader = frameReader(socket, rest)
-  const ping = await reader.next(2000)
-  t.equal(ping.opcode, 0x9, 'the server pings a quiet peer')
-  const close = await reader.next(2000)
-  t.equal(close.opcode, 0x8)
-  t.equal(close.payload.readUInt16BE(0), 1001)
-  t.equal(close.payload.subarray(2).toString(), 'idle timeout')
+  await pingedThenClosedIdle(t, frameReader(socket, rest))
   socket.destroy()
   await new Promise(resolve => setTimeout(resolve, 400))
   t.equal(answering.socket.readyState, answering.socket.OPEN, 'the ws client answered the pings')

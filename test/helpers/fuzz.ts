@@ -5,9 +5,11 @@
 import http from 'node:http'
 import { randomUUID } from 'node:crypto'
 import fc from 'fast-check'
+import type { Test } from 'tap'
 import WebSocket from 'ws'
 import { conformanceCard } from '../../examples/agent.js'
 import type { A2APluginOptions, AgentExecutor } from '../../lib/index.js'
+import { startServer } from './server.js'
 
 // ---- the server under fuzz -----------------------------------------------------------------
 
@@ -647,4 +649,30 @@ export function webSocketFuzzer (origin: string, taskId: string): Fuzzer<RpcFram
       await closed
     }
   }
+}
+
+/**
+ * The property of test/fuzz-*.test.ts: `runs` cases (a fixed seed keeps CI reproducible;
+ * `npm run fuzz` explores new ones) against a live server, then no unhandled rejection and
+ * no execution left running. Call it at the top of the test file, before any case runs.
+ */
+export function fuzzLiveServer<Case> (
+  t: Test,
+  title: string,
+  fuzzerFor: (origin: string, taskId: string) => Fuzzer<Case>,
+  casesFor: (taskIds: readonly string[]) => fc.Arbitrary<Case>,
+  runs = 1200
+): void {
+  const unhandled: unknown[] = []
+  process.on('unhandledRejection', (reason) => { unhandled.push(reason) })
+  t.test(`${runs} ${title}, each answered as the spec says`, async t => {
+    const server = await startServer(fuzzServerOptions)
+    t.teardown(() => server.close())
+    const [taskId] = await seedTasks(server.origin) as [string]
+    const fuzzer = fuzzerFor(server.origin, taskId)
+    await fc.assert(fc.asyncProperty(casesFor([taskId]), input => fuzzer.run(input)), { numRuns: runs, seed: 20260901 })
+    await fuzzer.close()
+    t.same(unhandled, [], 'no unhandled rejection')
+    t.equal(server.fastify.a2a.handler.runningExecutions, 0, 'no execution left running')
+  })
 }

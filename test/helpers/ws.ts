@@ -1,6 +1,7 @@
 // A small WebSocket test client over the `ws` package: frames queued as they arrive,
 // helpers for one request and for a whole stream, and refused upgrades read in full.
 import { connect as netConnect, type Socket } from 'node:net'
+import type { Test } from 'tap'
 import WebSocket from 'ws'
 
 export interface WsClient {
@@ -221,4 +222,13 @@ export function watchFrames (client: WsClient, id: string | number): FrameWatch 
     frames,
     reached: (count) => frames.length >= count ? Promise.resolve() : new Promise(resolve => waiting.push({ count, resolve }))
   }
+}
+
+/** A raw peer that never answers: the server pings it, then closes it with 1001 `idle timeout`. */
+export async function pingedThenClosedIdle (t: Test, reader: ReturnType<typeof frameReader>): Promise<void> {
+  t.equal((await reader.next(2000)).opcode, 0x9, 'the server pings a quiet peer')
+  const close = await reader.next(2000)
+  t.equal(close.opcode, 0x8)
+  t.equal(close.payload.readUInt16BE(0), 1001)
+  t.equal(close.payload.subarray(2).toString(), 'idle timeout')
 }
