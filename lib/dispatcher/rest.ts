@@ -7,6 +7,7 @@ import {
   InvalidAgentResponseError, MethodNotFoundError, UnsupportedMediaTypeError, errorHeaders, invalidParams,
   toA2AError, toRestError, type A2AError
 } from '../errors/index.js'
+import { merged } from '../copy.js'
 import * as requests from '../schema/requests.js'
 import { requestedVersion } from '../service-params.js'
 import { httpCallContext, methods, type CallRunner, type MethodSpec } from './call.js'
@@ -129,7 +130,7 @@ export async function restDispatcher (fastify: FastifyInstance, options: RestDis
   const call = async (spec: MethodSpec, decode: QueryDecoder | undefined, request: FastifyRequest, reply: FastifyReply) => {
     const path = request.params as Record<string, string>
     // The path wins over a repeated body or query field (spec §11, transcoding).
-    const params = { ...(decode === undefined ? readBody(request, options.maxJsonDepth) : decode(request.query as Query)), ...path }
+    const params = merged(decode === undefined ? readBody(request, options.maxJsonDepth) : decode(request.query as Query), path)
     const context = httpCallContext(REST_BINDING, spec.name, request, path.tenant)
     const result = await runner.run(spec, params, requestedVersion(context.serviceParams, request.query), context, request)
     if (context.extensions.length > 0) reply.header('a2a-extensions', context.extensions.join(', '))

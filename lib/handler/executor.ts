@@ -35,8 +35,8 @@ export interface ExecutionContext {
   identity?: unknown
   tenant: string
   extensions: string[]
-  /** Aborted when the task is canceled. */
-  signal: AbortSignal
+  /** Aborted when the task is canceled. A getter (made when first read): a spread copy of the context has none. */
+  readonly signal: AbortSignal
 }
 
 /** An agent message: plain text, or parts with optional fields. Ids and role are filled in. */

@@ -21,14 +21,16 @@ import {
   type AgentCapabilities, type AgentCard, type Artifact, type Message, type SendMessageResponse, type StreamResponse, type Task,
   type TaskPushNotificationConfig, type TaskState
 } from '../schema/wire.js'
-import type { PushConfigStore, Scope, StoredPushConfig, TaskChange, TaskStore } from '../store/types.js'
+import type { ImmediateTaskStore, PushConfigStore, Scope, StoredPushConfig, TaskChange, TaskStore } from '../store/types.js'
 import { EventQueue } from './event-queue.js'
+import { awaiting, isPromise, runSteps, type MaybePromise, type Steps } from './steps.js'
 import { LazyAbortController } from './lazy-abort.js'
 import { Wakeup } from './wakeup.js'
 import type {
   AgentExecutor, AgentMessageInput, ArtifactInput, ArtifactOptions, CallContext, ExecutionContext, ExecutionEvents
 } from './executor.js'
 import { isInterrupted, isTerminal } from './states.js'
+import { copyOwn } from '../copy.js'
 
 export interface Logger {
   error (object: unknown, message?: string): void
@@ -101,11 +103,18 @@ interface TaskRun {
   contextId: string
   /** The current state once the task exists. */
   state?: TaskState
-  tail: Promise<unknown>
-  pending: number
-  /** Called as each queued change ends (#enqueue). */
-  settled: () => void
+  /** A change is running (#enqueue); the changes queued meanwhile wait here, in order. */
+  busy: boolean
+  waiting: QueuedChange[]
+  /** Goes on with the queue once a change that waited for its store has settled. */
+  next: () => void
   executions: Set<Execution>
+}
+
+interface QueuedChange {
+  steps: Steps<unknown>
+  resolve: (value: unknown) => void
+  reject: (error: unknown) => void
 }
 
 interface Execution {
@@ -119,7 +128,7 @@ interface Execution {
   /** Aborted by `executorTimeout`: the task ends FAILED, not CANCELED. */
   timedOut: boolean
   /** What the executor was called with; shutdown hands it to the `cancel` hook. */
-  context?: ExecutionContext
+  context?: TurnContext
   /** Cluster: this instance was taken for dead and another ends the task; nothing more is written. */
   lost: boolean
 }
@@ -196,20 +205,9 @@ function lastUserMessage (task: Task): Message {
   return { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: '' }], taskId: task.id, contextId: task.contextId }
 }
 
-/**
- * `{ ...message, taskId, contextId }`, built key by key: once optimised, V8 (Node 20)
- * gives each object a spread with keys after it makes a hidden class of its own, which
- * costs microseconds and leaves every later read of the message megamorphic.
- */
+/** `{ ...message, taskId, contextId }` (lib/copy.ts: why not a spread). */
 function withTask (message: Message, taskId: string, contextId: string): Message {
-  const source = message as unknown as Record<PropertyKey, unknown>
-  const copy: Record<PropertyKey, unknown> = {}
-  for (const key of Object.keys(source)) {
-    // A spread defines keys: an own `__proto__` (JSON.parse makes one) must not set the prototype.
-    if (key === '__proto__') Object.defineProperty(copy, key, { value: source[key], writable: true, enumerable: true, configurable: true })
-    else copy[key] = source[key]
-  }
-  for (const symbol of Object.getOwnPropertySymbols(source)) if (Object.prototype.propertyIsEnumerable.call(source, symbol)) copy[symbol] = source[symbol]
+  const copy = copyOwn(message)
   copy.taskId = taskId
   copy.contextId = contextId
   return copy as unknown as Message
@@ -230,9 +228,93 @@ export function projectTask (task: Task, historyLength?: number, includeArtifact
   return out
 }
 
+/**
+ * What an executor is called with. A class, not an object literal: a literal with the
+ * `signal` getter is built by the runtime at every call. The getter is on the prototype,
+ * so `signal` is made only when read (LazyAbortController).
+ */
+class TurnContext implements ExecutionContext {
+  message: Message
+  task: Task | undefined
+  taskId: string
+  contextId: string
+  configuration: SendMessageRequest['configuration']
+  metadata: SendMessageRequest['metadata']
+  serviceParams: Record<string, string>
+  identity: unknown
+  tenant: string
+  extensions: string[]
+  readonly #controller: LazyAbortController
+
+  constructor (
+    controller: LazyAbortController, message: Message, task: Task | undefined, taskId: string, contextId: string,
+    call: Pick<CallContext, 'serviceParams' | 'identity' | 'tenant' | 'extensions'>, params?: Pick<SendMessageRequest, 'configuration' | 'metadata'>
+  ) {
+    this.message = message
+    this.task = task
+    this.taskId = taskId
+    this.contextId = contextId
+    this.configuration = params?.configuration
+    this.metadata = params?.metadata
+    this.serviceParams = call.serviceParams
+    this.identity = call.identity
+    this.tenant = call.tenant
+    this.extensions = call.extensions
+    this.#controller = controller
+  }
+
+  get signal (): AbortSignal {
+    return this.#controller.signal
+  }
+
+  /** The same context with the task as it is now. */
+  withTask (task: Task | undefined): TurnContext {
+    return new TurnContext(this.#controller, this.message, task, this.taskId, this.contextId, this, this)
+  }
+}
+
+/** The handler's side of the executions' events. */
+interface EventSink {
+  status (execution: Execution, state: TaskState, message?: AgentMessageInput): Promise<void>
+  artifact (execution: Execution, artifact: ArtifactInput, options?: ArtifactOptions): Promise<void>
+  message (execution: Execution, input: AgentMessageInput): Promise<void>
+}
+
+/**
+ * An execution's events. Each method is a getter that makes its function when read: an
+ * executor may still take them off the object (`const { completed } = events`), and an
+ * execution makes only the few it uses instead of all ten.
+ */
+class TurnEvents implements ExecutionEvents {
+  readonly #sink: EventSink
+  readonly #execution: Execution
+
+  constructor (sink: EventSink, execution: Execution) {
+    this.#sink = sink
+    this.#execution = execution
+  }
+
+  get status () { return (state: TaskState, message?: AgentMessageInput) => this.#sink.status(this.#execution, state, message) }
+  get working () { return this.#to('TASK_STATE_WORKING') }
+  get inputRequired () { return this.#to('TASK_STATE_INPUT_REQUIRED') }
+  get authRequired () { return this.#to('TASK_STATE_AUTH_REQUIRED') }
+  get completed () { return this.#to('TASK_STATE_COMPLETED') }
+  get failed () { return this.#to('TASK_STATE_FAILED') }
+  get canceled () { return this.#to('TASK_STATE_CANCELED') }
+  get rejected () { return this.#to('TASK_STATE_REJECTED') }
+  get artifact () { return (artifact: ArtifactInput, options?: ArtifactOptions) => this.#sink.artifact(this.#execution, artifact, options) }
+  get message () { return (input: AgentMessageInput) => this.#sink.message(this.#execution, input) }
+
+  #to (state: TaskState): (message?: AgentMessageInput) => Promise<void> {
+    return (message) => this.#sink.status(this.#execution, state, message)
+  }
+}
+
 export class RequestHandler {
   readonly #options: RequestHandlerOptions
   readonly #executorTimeout: number
+  /** The task store's immediate operations, when it has them (see #enqueue). */
+  readonly #immediate: ImmediateTaskStore | undefined
   readonly #runs = new Map<string, TaskRun>()
   /**
    * The streams reading each task's events, by topic (see #enqueueEvent). By topic, not on
@@ -242,10 +324,17 @@ export class RequestHandler {
   /** Every stream handed to a dispatcher and not yet ended: shutdown ends what is left. */
   readonly #streams = new Set<EventQueue<StreamResponse>>()
   #ignoredEvents = 0
+  /** Where every execution's events go (TurnEvents): made once. */
+  readonly #sink: EventSink = {
+    status: (execution, state, message) => this.#enqueueEvent(execution.run, 'status', this.#statusEvent(execution, state, message)),
+    artifact: (execution, artifact, options) => this.#enqueueEvent(execution.run, 'artifact', this.#artifactEvent(execution, artifact, options)),
+    message: (execution, input) => this.#enqueueEvent(execution.run, 'message', this.#messageEvent(execution, input))
+  }
 
   constructor (options: RequestHandlerOptions) {
     this.#options = options
     this.#executorTimeout = options.executorTimeout ?? DEFAULT_EXECUTOR_TIMEOUT
+    this.#immediate = options.taskStore.immediate
   }
 
   get bus (): EventBus {
@@ -301,7 +390,7 @@ export class RequestHandler {
     const { run } = execution
     try {
       const task = await this.#options.taskStore.get(run.taskId, run.scope)
-      await cancel({ ...execution.context, task: task === undefined ? undefined : projectTask(task) }, this.#eventsFor(execution))
+      await cancel(execution.context.withTask(task === undefined ? undefined : projectTask(task)), this.#eventsFor(execution))
     } catch (error) {
       this.#options.logger.error({ err: error, taskId: run.taskId }, 'executor cancel failed')
     }
@@ -318,11 +407,7 @@ export class RequestHandler {
       if (run.executions.size === 0) continue
       count += run.executions.size
       run.executions.clear()
-      abandoned.push(this.#enqueue(run, async () => {
-        if (run.state !== undefined && !isTerminal(run.state)) {
-          await this.#applyStatus(run, 'TASK_STATE_CANCELED', this.#agentMessage(run, 'the server shut down before the agent finished'))
-        }
-      }).catch((error: unknown) => this.#options.logger.error({ err: error, taskId: run.taskId }, 'could not cancel an abandoned task')))
+      abandoned.push(this.#enqueue(run, this.#endTask(run, 'TASK_STATE_CANCELED', 'the server shut down before the agent finished')).catch((error: unknown) => this.#options.logger.error({ err: error, taskId: run.taskId }, 'could not cancel an abandoned task')))
     }
     await Promise.all(abandoned)
     return count
@@ -365,11 +450,7 @@ export class RequestHandler {
     // No execution of it runs here (the claim says so): the stored state is the current one.
     run.state = task.status.state
     if (policy === 'resume') return await this.#resume(run, task)
-    await this.#enqueue(run, async () => {
-      if (run.state !== undefined && !isTerminal(run.state) && !isInterrupted(run.state)) {
-        await this.#applyStatus(run, 'TASK_STATE_FAILED', this.#agentMessage(run, ORPHAN_MESSAGE))
-      }
-    })
+    await this.#enqueue(run, this.#endTask(run, 'TASK_STATE_FAILED', ORPHAN_MESSAGE, true))
   }
 
   /**
@@ -393,7 +474,9 @@ export class RequestHandler {
     const returnImmediately = params.configuration?.returnImmediately === true
     const historyLength = params.configuration?.historyLength
     let settle!: (response: SendMessageResponse | undefined) => void
-    const outcome = new Promise<SendMessageResponse | undefined>(resolve => { settle = resolve })
+    let fail!: (error: unknown) => void
+    // Settled by the turn's answer, or by the end of its execution, whichever comes first.
+    const outcome = new Promise<SendMessageResponse | undefined>((resolve, reject) => { settle = resolve; fail = reject })
     const turn = await this.#startTurn(params, context, (event) => {
       if (event.message !== undefined && event.message.taskId === undefined) settle({ message: event.message })
       else if (event.task !== undefined && returnImmediately) settle({ task: projectTask(event.task, historyLength) })
@@ -401,9 +484,10 @@ export class RequestHandler {
     })
     if (turn.resentTo !== undefined) return await this.#answerResend(turn, turn.scope, returnImmediately, historyLength)
     try {
-      const response = await Promise.race([outcome, turn.done.then(() => undefined)])
+      turn.done.then(() => settle(undefined), fail)
+      const response = await outcome
       if (response !== undefined) return response
-      const task = await this.#options.taskStore.get(turn.taskId, turn.scope)
+      const task = await this.#readTask(turn.taskId, turn.scope)
       return { task: projectTask(task as Task, historyLength) }
     } finally {
       turn.unsubscribe()
@@ -478,9 +562,7 @@ export class RequestHandler {
       }
     }
     const run = this.#runFor(scope, await this.#loadTask(task.id, context))
-    await this.#enqueue(run, async () => {
-      if (run.state !== undefined && !isTerminal(run.state)) await this.#applyStatus(run, 'TASK_STATE_CANCELED')
-    })
+    await this.#enqueue(run, this.#endTask(run, 'TASK_STATE_CANCELED'))
     return projectTask(await this.#loadTask(task.id, context))
   }
 
@@ -495,7 +577,7 @@ export class RequestHandler {
       queue.push(event)
       if (endsSubscription(event)) queue.end()
     }
-    await this.#enqueue(run, async () => {
+    await this.#enqueue(run, awaiting(async () => {
       // Subscription and snapshot happen between two changes of this process, so no local
       // event is lost or repeated; those of other instances are sorted out by their versions.
       const { task: current, release } = await this.#fromSnapshot(queue, run.topic, task.id, run.scope, deliver)
@@ -503,7 +585,7 @@ export class RequestHandler {
       this.#refuseTerminal(current, 'subscribe')
       queue.push({ task: current })
       release()
-    })
+    }))
     return queue
   }
 
@@ -638,7 +720,7 @@ export class RequestHandler {
       unsubscribe = this.#options.bus.subscribe(run.topic, listener)
     } else {
       try {
-        await this.#enqueue(run, async () => {
+        await this.#enqueue(run, awaiting(async () => {
           const task = await this.#loadTask(taskId, context)
           this.#refuseTerminal(task, 'send a message to')
           await this.#options.taskStore.update(taskId, { kind: 'history', message: userMessage }, scope)
@@ -646,7 +728,7 @@ export class RequestHandler {
           taskAtStart = projectTask(task)
           listener({ task: taskAtStart })
           unsubscribe = this.#options.bus.subscribe(run.topic, listener)
-        })
+        }))
       } catch (error) {
         run.executions.delete(execution)
         throw error
@@ -669,21 +751,8 @@ export class RequestHandler {
     return queue
   }
 
-  #executionContext (execution: Execution, task: Task | undefined, context: CallContext, params?: SendMessageRequest): ExecutionContext {
-    const result: ExecutionContext = {
-      message: execution.userMessage,
-      task,
-      taskId: execution.run.taskId,
-      contextId: execution.run.contextId,
-      configuration: params?.configuration,
-      metadata: params?.metadata,
-      serviceParams: context.serviceParams,
-      identity: context.identity,
-      tenant: context.tenant,
-      extensions: context.extensions,
-      get signal () { return execution.controller.signal }
-    }
-    return result
+  #executionContext (execution: Execution, task: Task | undefined, context: CallContext, params?: SendMessageRequest): TurnContext {
+    return new TurnContext(execution.controller, execution.userMessage, task, execution.run.taskId, execution.run.contextId, context, params)
   }
 
   /** The executor's `work`, a synchronous throw turned into a rejection like any other (without an async wrapper's promises). */
@@ -698,126 +767,136 @@ export class RequestHandler {
 
   /** Runs the executor, bounded by `executorTimeout`; afterwards no task is left running without an executor. */
   async #execute (execution: Execution, context: ExecutionContext, work: ExecutorCall = 'execute'): Promise<void> {
-    const { run } = execution
-    let failure: unknown
-    let timer: NodeJS.Timeout | undefined
-    try {
-      const running = this.#callExecutor(work, context, execution)
-      const timedOut = new Promise<'timeout'>(resolve => {
-        timer = setTimeout(resolve, this.#executorTimeout, 'timeout')
-        // A bound on work is no reason to keep the process alive.
-        timer.unref()
-      })
-      if (await Promise.race([running, timedOut]) === 'timeout') {
-        execution.timedOut = true
-        execution.controller.abort()
-        running.catch((error: unknown) => this.#options.logger.error({ err: error, taskId: run.taskId }, 'executor failed after its timeout'))
-      }
-    } catch (error) {
-      failure = error
-      this.#options.logger.error({ err: error, taskId: run.taskId }, 'executor failed')
-    } finally {
-      clearTimeout(timer)
-      run.executions.delete(execution)
-    }
+    const failure = await this.#bounded(execution, this.#callExecutor(work, context, execution))
+    execution.run.executions.delete(execution)
     try {
       await this.#finishExecution(execution, failure)
     } finally {
-      this.#options.cluster?.drop(keyOf(run))
+      this.#options.cluster?.drop(keyOf(execution.run))
     }
+  }
+
+  /**
+   * Settles once `running` does, with what it threw (undefined when it returned), or once
+   * `executorTimeout` has passed: the execution is then aborted and marked timed out.
+   */
+  #bounded (execution: Execution, running: Promise<void>): Promise<unknown> {
+    const { taskId } = execution.run
+    return new Promise(resolve => {
+      const timer = setTimeout(() => {
+        execution.timedOut = true
+        execution.controller.abort()
+        resolve(undefined)
+      }, this.#executorTimeout)
+      // A bound on work is no reason to keep the process alive.
+      timer.unref()
+      running.then(() => {
+        clearTimeout(timer)
+        resolve(undefined)
+      }, (error: unknown) => {
+        clearTimeout(timer)
+        this.#options.logger.error({ err: error, taskId }, execution.timedOut ? 'executor failed after its timeout' : 'executor failed')
+        resolve(execution.timedOut ? undefined : error)
+      })
+    })
   }
 
   /** After the executor returned: the task is left terminal or interrupted, never running without an executor. */
   async #finishExecution (execution: Execution, failure: unknown): Promise<void> {
+    await this.#enqueue(execution.run, this.#finish(execution, failure))
+  }
+
+  * #finish (execution: Execution, failure: unknown): Steps<void> {
     const { run } = execution
-    await this.#enqueue(run, async () => {
-      if (execution.replied || execution.lost) return
-      if (run.state === undefined) {
-        // Before any task exists, an A2A error the executor throws is the call's answer.
-        if (isA2AError(failure)) throw failure
-        if (failure === undefined) throw new InvalidAgentResponseError('the executor returned without a task or a message')
-      }
-      if (run.state !== undefined && (isTerminal(run.state) || isInterrupted(run.state))) return
-      await this.#ensureTask(execution)
-      if (execution.timedOut) {
-        await this.#applyStatus(run, 'TASK_STATE_FAILED', this.#agentMessage(run, `the agent did not finish within ${this.#executorTimeout} ms`))
-      } else if (execution.controller.aborted) {
-        await this.#applyStatus(run, 'TASK_STATE_CANCELED')
-      } else {
-        const reason = failure === undefined ? 'the agent stopped without a final state' : 'the agent failed'
-        await this.#applyStatus(run, 'TASK_STATE_FAILED', this.#agentMessage(run, reason))
-      }
-    })
+    if (execution.replied || execution.lost) return
+    if (run.state === undefined) {
+      // Before any task exists, an A2A error the executor throws is the call's answer.
+      if (isA2AError(failure)) throw failure
+      if (failure === undefined) throw new InvalidAgentResponseError('the executor returned without a task or a message')
+    }
+    if (run.state !== undefined && (isTerminal(run.state) || isInterrupted(run.state))) return
+    if (run.state === undefined) yield * this.#ensureTask(execution)
+    if (execution.timedOut) {
+      yield * this.#applyStatus(run, 'TASK_STATE_FAILED', this.#agentMessage(run, `the agent did not finish within ${this.#executorTimeout} ms`))
+    } else if (execution.controller.aborted) {
+      yield * this.#applyStatus(run, 'TASK_STATE_CANCELED')
+    } else {
+      const reason = failure === undefined ? 'the agent stopped without a final state' : 'the agent failed'
+      yield * this.#applyStatus(run, 'TASK_STATE_FAILED', this.#agentMessage(run, reason))
+    }
+  }
+
+  /** Ends the task in `state` (with `reason` as its status message), unless it is over: terminal, or interrupted when `unlessInterrupted`. */
+  * #endTask (run: TaskRun, state: TaskState, reason?: string, unlessInterrupted = false): Steps<void> {
+    if (run.state === undefined || isTerminal(run.state) || (unlessInterrupted && isInterrupted(run.state))) return
+    yield * this.#applyStatus(run, state, reason === undefined ? undefined : this.#agentMessage(run, reason))
   }
 
   #eventsFor (execution: Execution): ExecutionEvents {
+    return new TurnEvents(this.#sink, execution)
+  }
+
+  * #statusEvent (execution: Execution, state: TaskState, message?: AgentMessageInput): Steps<void> {
     const { run } = execution
-    const status = (state: TaskState) => (message?: AgentMessageInput) => this.#enqueueEvent(run, 'status', async () => {
-      if (this.#lostEvent(execution, 'status')) return
-      if (execution.replied) throw new InvalidAgentResponseError('a status update after a direct message reply')
-      await this.#ensureTask(execution)
-      if (this.#ignoredAfterEnd(run, 'status')) return
-      const checked = validateState.check(state)
-      if (!checked.ok) throw new InvalidAgentResponseError(`state ${JSON.stringify(state)} is not a task state`)
-      await this.#applyStatus(run, state, message === undefined ? undefined : this.#agentMessage(run, message))
-    })
-    return {
-      status: (state, message) => status(state)(message),
-      working: status('TASK_STATE_WORKING'),
-      inputRequired: status('TASK_STATE_INPUT_REQUIRED'),
-      authRequired: status('TASK_STATE_AUTH_REQUIRED'),
-      completed: status('TASK_STATE_COMPLETED'),
-      failed: status('TASK_STATE_FAILED'),
-      canceled: status('TASK_STATE_CANCELED'),
-      rejected: status('TASK_STATE_REJECTED'),
-      artifact: (artifact, options) => this.#enqueueEvent(run, 'artifact', async () => {
-        if (this.#lostEvent(execution, 'artifact')) return
-        if (execution.replied) throw new InvalidAgentResponseError('an artifact after a direct message reply')
-        await this.#ensureTask(execution)
-        if (this.#ignoredAfterEnd(run, 'artifact')) return
-        await this.#applyArtifact(run, artifact, options)
-      }),
-      message: (input) => this.#enqueueEvent(run, 'message', async () => {
-        if (this.#lostEvent(execution, 'message')) return
-        if (execution.replied) throw new InvalidAgentResponseError('a second direct message reply')
-        if (run.state === undefined) {
-          // Checked first: an invalid reply is no reply, and the call fails with InvalidAgentResponse.
-          const { taskId: _omitted, ...reply } = this.#agentMessage(run, input)
-          execution.replied = true
-          this.#options.bus.publish(run.topic, { message: reply })
-          return
-        }
-        if (this.#ignoredAfterEnd(run, 'message')) return
-        const message = this.#agentMessage(run, input)
-        this.#publish(run, { message }, await this.#options.taskStore.update(run.taskId, { kind: 'history', message }, run.scope))
-      })
+    if (this.#lostEvent(execution, 'status')) return
+    if (execution.replied) throw new InvalidAgentResponseError('a status update after a direct message reply')
+    if (run.state === undefined) yield * this.#ensureTask(execution)
+    if (this.#ignoredAfterEnd(run, 'status')) return
+    const checked = validateState.check(state)
+    if (!checked.ok) throw new InvalidAgentResponseError(`state ${JSON.stringify(state)} is not a task state`)
+    yield * this.#applyStatus(run, state, message === undefined ? undefined : this.#agentMessage(run, message))
+  }
+
+  * #artifactEvent (execution: Execution, artifact: ArtifactInput, options?: ArtifactOptions): Steps<void> {
+    if (this.#lostEvent(execution, 'artifact')) return
+    if (execution.replied) throw new InvalidAgentResponseError('an artifact after a direct message reply')
+    if (execution.run.state === undefined) yield * this.#ensureTask(execution)
+    if (this.#ignoredAfterEnd(execution.run, 'artifact')) return
+    yield * this.#applyArtifact(execution.run, artifact, options)
+  }
+
+  * #messageEvent (execution: Execution, input: AgentMessageInput): Steps<void> {
+    const { run } = execution
+    if (this.#lostEvent(execution, 'message')) return
+    if (execution.replied) throw new InvalidAgentResponseError('a second direct message reply')
+    if (run.state === undefined) {
+      // Checked first: an invalid reply is no reply, and the call fails with InvalidAgentResponse.
+      const reply = this.#agentMessage(run, input, false)
+      execution.replied = true
+      this.#options.bus.publish(run.topic, { message: reply })
+      return
     }
+    if (this.#ignoredAfterEnd(run, 'message')) return
+    const message = this.#agentMessage(run, input)
+    this.#publish(run, { message }, yield this.#updateTask(run.taskId, { kind: 'history', message }, run.scope))
   }
 
   /**
    * An executor event as a change of the task. An invalid event is refused to the executor
    * (InvalidAgentResponse) and ends the task it belongs to FAILED.
    */
-  #enqueueEvent (run: TaskRun, kind: string, change: () => Promise<void>): Promise<void> {
-    return this.#enqueue(run, async () => {
-      try {
-        await change()
-      } catch (error) {
-        if (error instanceof InvalidAgentResponseError && run.state !== undefined && !isTerminal(run.state)) {
-          this.#options.logger.warn({ taskId: run.taskId, event: kind, err: error }, 'invalid executor event: task failed')
-          await this.#applyStatus(run, 'TASK_STATE_FAILED', this.#agentMessage(run, `the agent sent an invalid ${kind} event`))
-        }
-        throw error
-      }
-      // A reader half its bound behind gets a turn of the event loop before the executor
-      // goes on. An executor whose store never waits (the memory store's) would otherwise
-      // fill the queue in one run of microtasks, before an SSE response could drain or the
-      // WebSocket writer (one event per turn) take more than one: STREAM_LAGGED at ~1,000.
-      if (this.#behind(run)) await nextTurn()
-    })
+  #enqueueEvent (run: TaskRun, kind: string, change: Steps<void>): Promise<void> {
+    return this.#enqueue(run, this.#event(run, kind, change))
   }
 
-  /** `queue` reads the task's events: the executor of this turn and of every later one keeps to its pace (#enqueueEvent). */
+  * #event (run: TaskRun, kind: string, change: Steps<void>): Steps<void> {
+    try {
+      yield * change
+    } catch (error) {
+      if (error instanceof InvalidAgentResponseError && run.state !== undefined && !isTerminal(run.state)) {
+        this.#options.logger.warn({ taskId: run.taskId, event: kind, err: error }, 'invalid executor event: task failed')
+        yield * this.#applyStatus(run, 'TASK_STATE_FAILED', this.#agentMessage(run, `the agent sent an invalid ${kind} event`))
+      }
+      throw error
+    }
+    // A reader half its bound behind gets a turn of the event loop before the executor
+    // goes on. An executor whose store never waits (the memory store's) would otherwise
+    // fill the queue in one run of microtasks, before an SSE response could drain or the
+    // WebSocket writer (one event per turn) take more than one: STREAM_LAGGED at ~1,000.
+    if (this.#behind(run)) yield nextTurn()
+  }
+
+  /** `queue` reads the task's events: the executor of this turn and of every later one keeps to its pace (#event). */
   #follow (run: TaskRun, queue: EventQueue<StreamResponse>): void {
     const { topic } = run
     let followers = this.#followers.get(topic)
@@ -852,37 +931,36 @@ export class RequestHandler {
     return true
   }
 
-  /** Creates the task on the executor's first task event. */
-  async #ensureTask (execution: Execution): Promise<void> {
+  /** Creates the task, on the executor's first task event (callers check that none exists: no generator made for nothing). */
+  * #ensureTask (execution: Execution): Steps<void> {
     const { run } = execution
-    if (run.state !== undefined) return
     const task: Task = {
       id: run.taskId,
       contextId: run.contextId,
       status: { state: 'TASK_STATE_SUBMITTED', timestamp: now() },
       history: [execution.userMessage]
     }
-    const version = await this.#options.taskStore.create(task, run.scope)
-    if (execution.pushConfig !== undefined) await this.#options.pushConfigStore.set(execution.pushConfig, run.scope)
+    const version: number | void = yield this.#createTask(task, run.scope)
+    if (execution.pushConfig !== undefined) yield this.#options.pushConfigStore.set(execution.pushConfig, run.scope)
     run.state = task.status.state
     this.#publish(run, { task: projectTask(task) }, version)
   }
 
-  async #applyStatus (run: TaskRun, state: TaskState, message?: Message): Promise<void> {
+  * #applyStatus (run: TaskRun, state: TaskState, message?: Message): Steps<void> {
     const status = message === undefined ? { state, timestamp: now() } : { state, message, timestamp: now() }
-    const { taskStore } = this.#options
-    if (message !== undefined) await taskStore.update(run.taskId, { kind: 'history', message }, run.scope)
-    const version = await taskStore.update(run.taskId, { kind: 'status', status }, run.scope)
+    if (message !== undefined) yield this.#updateTask(run.taskId, { kind: 'history', message }, run.scope)
+    const version: number | void = yield this.#updateTask(run.taskId, { kind: 'status', status }, run.scope)
     run.state = state
     this.#publish(run, { statusUpdate: { taskId: run.taskId, contextId: run.contextId, status } }, version)
   }
 
-  async #applyArtifact (run: TaskRun, input: ArtifactInput, options: ArtifactOptions = {}): Promise<void> {
-    const artifact = { ...input, artifactId: input.artifactId ?? randomUUID() } as Artifact
+  * #applyArtifact (run: TaskRun, input: ArtifactInput, options: ArtifactOptions = {}): Steps<void> {
+    const artifact = copyOwn(input) as unknown as Artifact
+    artifact.artifactId = input.artifactId ?? randomUUID()
     const checked = validateArtifact.check(artifact)
     if (!checked.ok) throw new InvalidAgentResponseError(checked.violations.map(v => `${v.field} ${v.description}`).join('; '))
     const change: TaskChange = { kind: 'artifact', artifact, append: options.append === true }
-    const version = await this.#options.taskStore.update(run.taskId, change, run.scope)
+    const version: number | void = yield this.#updateTask(run.taskId, change, run.scope)
     const event: StreamResponse = { artifactUpdate: { taskId: run.taskId, contextId: run.contextId, artifact } }
     if (options.append === true) (event.artifactUpdate as { append?: boolean }).append = true
     if (options.lastChunk === true) (event.artifactUpdate as { lastChunk?: boolean }).lastChunk = true
@@ -893,36 +971,86 @@ export class RequestHandler {
   #publish (run: TaskRun, event: StreamResponse, version: number | void): void {
     const counted = typeof version === 'number' ? version : undefined
     this.#options.bus.publish(run.topic, event, counted)
-    this.#options.onTaskEvent?.(event, { taskId: run.taskId, contextId: run.contextId, scope: run.scope }, counted)
+    // The run is the event's TaskRef: no object per event.
+    this.#options.onTaskEvent?.(event, run, counted)
   }
 
-  #agentMessage (run: TaskRun, input: AgentMessageInput): Message {
+  /** The executor's message as the agent's, in the task's context (a direct reply has no `taskId`). */
+  #agentMessage (run: TaskRun, input: AgentMessageInput, ofTask = true): Message {
     const fields = typeof input === 'string' ? { parts: [{ text: input }] } : input
-    const message = {
-      ...fields,
-      messageId: fields.messageId ?? randomUUID(),
-      role: 'ROLE_AGENT',
-      contextId: run.contextId,
-      taskId: run.taskId
-    } as Message
+    const message = copyOwn(fields) as unknown as Message
+    message.messageId = fields.messageId ?? randomUUID()
+    message.role = 'ROLE_AGENT'
+    message.contextId = run.contextId
+    if (ofTask) message.taskId = run.taskId
+    else if (Object.hasOwn(message, 'taskId')) delete message.taskId
     const checked = validateAgentMessage.check(message)
     if (!checked.ok) throw new InvalidAgentResponseError(checked.violations.map(v => `${v.field} ${v.description}`).join('; '))
     return message
   }
 
-  /** Runs `change` after every change queued before it on the same task. */
-  #enqueue<T> (run: TaskRun, change: () => Promise<T>): Promise<T> {
-    run.pending++
-    const result = run.tail.then(change)
-    // The next change waits for this one however it ends: one promise, no closure per change.
-    run.tail = result.then(run.settled, run.settled)
-    return result
+  // The task store's create, get and update: at once when it has immediate operations.
+  #createTask (task: Task, scope: Scope): MaybePromise<number | void> {
+    const immediate = this.#immediate
+    return immediate === undefined ? this.#options.taskStore.create(task, scope) : immediate.createNow(task, scope)
   }
 
-  /** A change of the run is over; the run goes once none is queued and no execution runs. */
-  #settled (run: TaskRun): void {
-    run.pending--
-    if (run.pending === 0 && run.executions.size === 0) this.#runs.delete(run.topic)
+  #readTask (id: string, scope: Scope): MaybePromise<Task | undefined> {
+    const immediate = this.#immediate
+    return immediate === undefined ? this.#options.taskStore.get(id, scope) : immediate.getNow(id, scope)
+  }
+
+  #updateTask (id: string, change: TaskChange, scope: Scope): MaybePromise<number | void> {
+    const immediate = this.#immediate
+    return immediate === undefined ? this.#options.taskStore.update(id, change, scope) : immediate.updateNow(id, change, scope)
+  }
+
+  /**
+   * Runs `change` after every change queued before it on the same task. With none queued it
+   * runs at once, and with the memory store ends at once: no promise chain per change.
+   */
+  #enqueue<T> (run: TaskRun, change: Steps<T>): Promise<T> {
+    if (run.busy) {
+      return new Promise<T>((resolve, reject) => { run.waiting.push({ steps: change, resolve: resolve as (value: unknown) => void, reject }) })
+    }
+    run.busy = true
+    let outcome: MaybePromise<T>
+    try {
+      outcome = runSteps(change)
+    } catch (error) {
+      this.#next(run)
+      return Promise.reject(error)
+    }
+    if (isPromise(outcome)) {
+      outcome.then(run.next, run.next)
+      return outcome
+    }
+    this.#next(run)
+    return Promise.resolve(outcome)
+  }
+
+  /**
+   * The running change is over: the queued ones run in order, until one waits for its store.
+   * Once none is left the run is free, and goes when no execution runs either.
+   */
+  #next (run: TaskRun): void {
+    for (let queued = run.waiting.shift(); queued !== undefined; queued = run.waiting.shift()) {
+      let outcome: unknown
+      try {
+        outcome = runSteps(queued.steps)
+      } catch (error) {
+        queued.reject(error)
+        continue
+      }
+      if (isPromise(outcome)) {
+        outcome.then(queued.resolve, queued.reject)
+        outcome.then(run.next, run.next)
+        return
+      }
+      queued.resolve(outcome)
+    }
+    run.busy = false
+    if (run.executions.size === 0) this.#runs.delete(run.topic)
   }
 
   #runFor (scope: Scope, task: Pick<Task, 'id' | 'contextId'> & { status?: Task['status'] }): TaskRun {
@@ -935,9 +1063,9 @@ export class RequestHandler {
         taskId: task.id,
         contextId: task.contextId as string,
         state: task.status?.state,
-        tail: Promise.resolve(),
-        pending: 0,
-        settled: () => this.#settled(created),
+        busy: false,
+        waiting: [],
+        next: () => this.#next(created),
         executions: new Set()
       }
       this.#runs.set(topic, run)
@@ -1115,14 +1243,16 @@ export class RequestHandler {
     return { tenant: context.tenant }
   }
 
-  async #loadTask (id: string, context: CallContext): Promise<Task> {
-    return await this.#loadIn(id, this.#scope(context))
+  #loadTask (id: string, context: CallContext): MaybePromise<Task> {
+    return this.#loadIn(id, this.#scope(context))
   }
 
-  async #loadIn (id: string, scope: Scope): Promise<Task> {
-    const task = await this.#options.taskStore.get(id, scope)
-    if (task === undefined) throw taskNotFound(id)
-    return task
+  /** The task, or TaskNotFound; at once from a store with immediate operations (callers await it). */
+  #loadIn (id: string, scope: Scope): MaybePromise<Task> {
+    const read = this.#readTask(id, scope)
+    if (isPromise(read)) return read.then(task => task ?? Promise.reject(taskNotFound(id)))
+    if (read === undefined) throw taskNotFound(id)
+    return read
   }
 
   /** The task with its version; no version from a store that counts none. */

@@ -62,6 +62,19 @@ export interface TaskStore {
    * start-up, before any executor runs, so these were left running by a process that died.
    */
   listUnfinished? (): Promise<UnfinishedTask[]>
+  /**
+   * Optional, for a store that never waits (the memory store): `create`, `get` and `update`
+   * done at once. The request handler then applies an executor's events synchronously,
+   * without a promise and a turn of the microtask queue per store call.
+   */
+  readonly immediate?: ImmediateTaskStore
+}
+
+/** `TaskStore`'s create, get and update, with the same semantics, returning at once. */
+export interface ImmediateTaskStore {
+  createNow (task: Task, scope: Scope): number
+  getNow (id: string, scope: Scope): Task | undefined
+  updateNow (id: string, change: TaskChange, scope: Scope): number | undefined
 }
 
 export interface VersionedTask {
