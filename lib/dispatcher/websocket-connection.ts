@@ -4,7 +4,7 @@
 // one JSON-RPC message; requests are multiplexed, correlated by id. How a frame reads and
 // how answers are written is the connection's dialect (websocket-dialects.ts); the calls,
 // limits and timers here are the same for both dialects.
-import { randomUUID } from 'node:crypto'
+import { newId } from '../ids.js'
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { FastifyRequest } from 'fastify'
 import { MessageRateLimitedError, StreamLaggedError, UnavailableError, retryInfo, toA2AError, type A2AError } from '../errors/index.js'
@@ -354,7 +354,7 @@ export function makeWebSocketServer (options: WebSocketServerOptions): WebSocket
 
     opened (socket, info) {
       const served = info.protocol === A2A_V1_SUBPROTOCOL && v1 !== undefined ? v1 : seed
-      const connection: OpenConnection = { socket, info, served, key: randomUUID(), inFlight: 0, streams: new Set(), admitted: Promise.resolve(), corked: false }
+      const connection: OpenConnection = { socket, info, served, key: newId(), inFlight: 0, streams: new Set(), admitted: Promise.resolve(), corked: false }
       open.add(connection)
       armHeartbeat(connection)
       armIdle(connection)

@@ -3,7 +3,7 @@
 // path, the handshake checks (Origin, connections, A2A-Version, a2a.v1's credential and
 // per-identity cap), the connection-scoped service parameters, and the thin adapter from
 // a `ws` socket to the connection logic in websocket-connection.ts.
-import { randomUUID } from 'node:crypto'
+import { newId } from '../ids.js'
 import type { Server } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
@@ -114,7 +114,7 @@ export async function webSocketDispatcher (fastify: FastifyInstance, options: We
     // A browser can only send the version in the query string: it is a parameter all the same.
     if (version !== undefined) serviceParams['a2a-version'] = version
     serviceParams[':path'] = request.url.split('?')[0] as string
-    serviceParams[':connection-id'] = randomUUID()
+    serviceParams[':connection-id'] = newId()
     handshakes.set(request, { serviceParams: Object.freeze(serviceParams), version, extensions: requestedExtensions(serviceParams), request, protocol, identity })
     // The slots are held from the handshake until the TCP connection closes.
     reserved++

@@ -1,6 +1,6 @@
 // The eleven A2A operations over a task store, a push-config store and an event bus.
 // No HTTP and no sockets here: dispatchers call these methods and render the results.
-import { randomUUID } from 'node:crypto'
+import { newId } from '../ids.js'
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import {
   type A2AError, ContentTypeNotSupportedError, ExtendedAgentCardNotConfiguredError, InvalidAgentResponseError, isA2AError, PushNotificationNotSupportedError,
@@ -79,6 +79,10 @@ export interface TaskRef {
 
 export const DEFAULT_EXECUTOR_TIMEOUT = 3_600_000
 const DEFAULT_PAGE_SIZE = 50
+/** The default tenant's scope, shared: a scope is never changed. */
+const DEFAULT_SCOPE: Scope = Object.freeze({ tenant: '' })
+/** What a change that ended at once with nothing resolves with: one promise for all. */
+const RESOLVED: Promise<undefined> = Promise.resolve(undefined)
 const MAX_PUSH_PAGE_SIZE = 100
 const validateAgentMessage = compile(MessageSchema, 'message')
 const validateArtifact = compile(ArtifactSchema, 'artifact')
@@ -202,7 +206,7 @@ function mediaTypeMatches (mode: string, type: string): boolean {
 function lastUserMessage (task: Task): Message {
   const history = task.history ?? []
   for (let i = history.length - 1; i >= 0; i--) if (history[i]?.role === 'ROLE_USER') return history[i] as Message
-  return { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: '' }], taskId: task.id, contextId: task.contextId }
+  return { messageId: newId(), role: 'ROLE_USER', parts: [{ text: '' }], taskId: task.id, contextId: task.contextId }
 }
 
 /** `{ ...message, taskId, contextId }` (lib/copy.ts: why not a spread). */
@@ -477,17 +481,19 @@ export class RequestHandler {
     let fail!: (error: unknown) => void
     // Settled by the turn's answer, or by the end of its execution, whichever comes first.
     const outcome = new Promise<SendMessageResponse | undefined>((resolve, reject) => { settle = resolve; fail = reject })
-    const turn = await this.#startTurn(params, context, (event) => {
+    const started = this.#startTurn(params, context, (event) => {
       if (event.message !== undefined && event.message.taskId === undefined) settle({ message: event.message })
       else if (event.task !== undefined && returnImmediately) settle({ task: projectTask(event.task, historyLength) })
       else if (endsTurn(event)) settle(undefined)
     })
+    const turn = isPromise(started) ? await started : started
     if (turn.resentTo !== undefined) return await this.#answerResend(turn, turn.scope, returnImmediately, historyLength)
     try {
       turn.done.then(() => settle(undefined), fail)
       const response = await outcome
       if (response !== undefined) return response
-      const task = await this.#readTask(turn.taskId, turn.scope)
+      const read = this.#readTask(turn.taskId, turn.scope)
+      const task = isPromise(read) ? await read : read
       return { task: projectTask(task as Task, historyLength) }
     } finally {
       turn.unsubscribe()
@@ -497,10 +503,18 @@ export class RequestHandler {
   async sendStreamingMessage (params: SendMessageRequest, context: CallContext): Promise<AsyncIterableIterator<StreamResponse>> {
     this.#requireStreaming()
     const queue = this.#openStream()
-    const turn = await this.#startTurn(params, context, (event) => {
-      queue.push(event)
-      if (endsTurn(event)) queue.end()
-    })
+    let turn: TurnStart
+    try {
+      const started = this.#startTurn(params, context, (event) => {
+        queue.push(event)
+        if (endsTurn(event)) queue.end()
+      })
+      turn = isPromise(started) ? await started : started
+    } catch (error) {
+      // The stream was never handed out: it closes here.
+      queue.return()
+      throw error
+    }
     if (turn.resentTo !== undefined) return await this.#followResend(turn, turn.scope, queue)
     this.#follow(turn.run, queue)
     queue.onClose(turn.unsubscribe)
@@ -667,34 +681,38 @@ export class RequestHandler {
    * Checks the message against its task, subscribes `listener` to the task's events and
    * starts the executor. The listener's first event is the task (or the direct reply).
    */
-  async #startTurn (params: SendMessageRequest, context: CallContext, listener: (event: StreamResponse) => void): Promise<TurnStart> {
+  #startTurn (params: SendMessageRequest, context: CallContext, listener: (event: StreamResponse) => void): MaybePromise<TurnStart> {
+    return runSteps(this.#turnStart(params, context, listener))
+  }
+
+  /** Steps, so that a new task's turn on the memory store starts without a promise (lib/handler/steps.ts). */
+  * #turnStart (params: SendMessageRequest, context: CallContext, listener: (event: StreamResponse) => void): Steps<TurnStart> {
     const { message } = params
     this.#checkMediaTypes(message)
     const scope = this.#scope(context)
     const inlinePush = params.configuration?.taskPushNotificationConfig
     if (inlinePush !== undefined) this.#requirePush()
     let existing: Task | undefined
-    if (message.taskId !== undefined && message.taskId !== '') existing = await this.#loadTask(message.taskId, context)
-    const taskId = existing?.id ?? randomUUID()
+    if (message.taskId !== undefined && message.taskId !== '') existing = yield this.#loadTask(message.taskId, context)
+    const taskId = existing?.id ?? newId()
     const { cluster } = this.#options
+    if (cluster === undefined) return yield * this.#beginTurn(params, context, listener, existing, taskId)
     const key = { tenant: scope.tenant, taskId }
-    if (cluster !== undefined) {
-      // Before the checks of the task: a resend of a message that ended its task gets that task.
-      const resend = await this.#claimTurn(cluster, key, message.messageId)
-      if (resend !== undefined) return { ...resend, scope }
-    }
+    // Before the checks of the task: a resend of a message that ended its task gets that task.
+    const resend: Resend | undefined = yield this.#claimTurn(cluster, key, message.messageId)
+    if (resend !== undefined) return { ...resend, scope }
     try {
-      return await this.#beginTurn(params, context, listener, existing, taskId)
+      return yield * this.#beginTurn(params, context, listener, existing, taskId)
     } catch (error) {
-      cluster?.drop(key)
-      await cluster?.forgetMessage(key, message.messageId)
+      cluster.drop(key)
+      yield cluster.forgetMessage(key, message.messageId)
       throw error
     }
   }
 
-  async #beginTurn (
+  * #beginTurn (
     params: SendMessageRequest, context: CallContext, listener: (event: StreamResponse) => void, existing: Task | undefined, taskId: string
-  ): Promise<Turn> {
+  ): Steps<Turn> {
     const { message } = params
     const scope = this.#scope(context)
     const inlinePush = params.configuration?.taskPushNotificationConfig
@@ -704,10 +722,10 @@ export class RequestHandler {
         throw invalidParams([{ field: 'message.contextId', description: `does not match the context of task ${existing.id}` }])
       }
     }
-    const contextId = existing?.contextId ?? (message.contextId !== undefined && message.contextId !== '' ? message.contextId : randomUUID())
+    const contextId = existing?.contextId ?? (message.contextId !== undefined && message.contextId !== '' ? message.contextId : newId())
     const userMessage = withTask(message, taskId, contextId)
     const inlineConfig = inlinePush === undefined ? undefined : this.#pushConfig(inlinePush, taskId)
-    if (inlineConfig !== undefined) await this.#options.checkPushConfig?.(inlineConfig)
+    if (inlineConfig !== undefined) yield this.#options.checkPushConfig?.(inlineConfig)
     const run = this.#runFor(scope, existing ?? { id: taskId, contextId })
     const execution = this.#newExecution(run, userMessage)
     if (inlineConfig !== undefined) execution.pushConfig = inlineConfig
@@ -720,7 +738,7 @@ export class RequestHandler {
       unsubscribe = this.#options.bus.subscribe(run.topic, listener)
     } else {
       try {
-        await this.#enqueue(run, awaiting(async () => {
+        yield this.#enqueue(run, awaiting(async () => {
           const task = await this.#loadTask(taskId, context)
           this.#refuseTerminal(task, 'send a message to')
           await this.#options.taskStore.update(taskId, { kind: 'history', message: userMessage }, scope)
@@ -770,7 +788,7 @@ export class RequestHandler {
     const failure = await this.#bounded(execution, this.#callExecutor(work, context, execution))
     execution.run.executions.delete(execution)
     try {
-      await this.#finishExecution(execution, failure)
+      await this.#enqueue(execution.run, this.#finish(execution, failure))
     } finally {
       this.#options.cluster?.drop(keyOf(execution.run))
     }
@@ -802,10 +820,6 @@ export class RequestHandler {
   }
 
   /** After the executor returned: the task is left terminal or interrupted, never running without an executor. */
-  async #finishExecution (execution: Execution, failure: unknown): Promise<void> {
-    await this.#enqueue(execution.run, this.#finish(execution, failure))
-  }
-
   * #finish (execution: Execution, failure: unknown): Steps<void> {
     const { run } = execution
     if (execution.replied || execution.lost) return
@@ -956,7 +970,7 @@ export class RequestHandler {
 
   * #applyArtifact (run: TaskRun, input: ArtifactInput, options: ArtifactOptions = {}): Steps<void> {
     const artifact = copyOwn(input) as unknown as Artifact
-    artifact.artifactId = input.artifactId ?? randomUUID()
+    artifact.artifactId = input.artifactId ?? newId()
     const checked = validateArtifact.check(artifact)
     if (!checked.ok) throw new InvalidAgentResponseError(checked.violations.map(v => `${v.field} ${v.description}`).join('; '))
     const change: TaskChange = { kind: 'artifact', artifact, append: options.append === true }
@@ -979,7 +993,7 @@ export class RequestHandler {
   #agentMessage (run: TaskRun, input: AgentMessageInput, ofTask = true): Message {
     const fields = typeof input === 'string' ? { parts: [{ text: input }] } : input
     const message = copyOwn(fields) as unknown as Message
-    message.messageId = fields.messageId ?? randomUUID()
+    message.messageId = fields.messageId ?? newId()
     message.role = 'ROLE_AGENT'
     message.contextId = run.contextId
     if (ofTask) message.taskId = run.taskId
@@ -1026,7 +1040,7 @@ export class RequestHandler {
       return outcome
     }
     this.#next(run)
-    return Promise.resolve(outcome)
+    return outcome === undefined ? RESOLVED as Promise<T> : Promise.resolve(outcome)
   }
 
   /**
@@ -1240,7 +1254,7 @@ export class RequestHandler {
   // ---- checks ---------------------------------------------------------------------------
 
   #scope (context: CallContext): Scope {
-    return { tenant: context.tenant }
+    return context.tenant === '' ? DEFAULT_SCOPE : { tenant: context.tenant }
   }
 
   #loadTask (id: string, context: CallContext): MaybePromise<Task> {
@@ -1274,11 +1288,12 @@ export class RequestHandler {
   #checkMediaTypes (message: Message): void {
     const modes = this.#options.inputModes
     if (modes === undefined) return
-    message.parts.forEach((part, index) => {
-      const type = part.mediaType?.toLowerCase()
-      if (type === undefined || type === '' || modes.some(mode => mediaTypeMatches(mode, type))) return
+    const { parts } = message
+    for (let index = 0; index < parts.length; index++) {
+      const type = parts[index]?.mediaType?.toLowerCase()
+      if (type === undefined || type === '' || modes.some(mode => mediaTypeMatches(mode, type))) continue
       throw new ContentTypeNotSupportedError(type).with({ metadata: { mediaType: type, part: `message.parts[${index}]` } })
-    })
+    }
   }
 
   #requireStreaming (): void {
@@ -1296,7 +1311,7 @@ export class RequestHandler {
       throw invalidParams([{ field: 'url', description: 'must be an absolute http or https URL' }])
     }
     const config: StoredPushConfig = {
-      id: input.id !== undefined && input.id !== '' ? input.id : randomUUID(),
+      id: input.id !== undefined && input.id !== '' ? input.id : newId(),
       taskId,
       url: input.url
     }
