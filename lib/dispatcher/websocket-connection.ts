@@ -237,6 +237,9 @@ export function makeWebSocketServer (options: WebSocketServerOptions): WebSocket
     const stopped = () => !socket.isOpen || stream.cancelled
     stream.events = events
     try {
+      // The first event waits its turn too: control frames read before it (a cancelStream
+      // right behind the request, still being admitted) are acted on first.
+      if (connection.served.dialect.controlsStreams) await nextTurn()
       if (stopped()) return
       for (let next = await events.next(); next.done !== true; next = await events.next()) {
         if (stopped()) return

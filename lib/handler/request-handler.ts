@@ -221,12 +221,17 @@ function copyArtifact (artifact: Artifact): Artifact {
   return { ...artifact, parts: artifact.parts.slice() }
 }
 
-/** The task as returned to a client: history cut to `historyLength`, artifacts on request. */
+/**
+ * The task as returned to a client: history cut to `historyLength`, artifacts on request.
+ * A live task's arrays are copied, as they are now; a terminal task never changes again,
+ * so its arrays are shared.
+ */
 export function projectTask (task: Task, historyLength?: number, includeArtifacts = true): Task {
   const out: Task = { id: task.id, contextId: task.contextId, status: task.status }
-  if (includeArtifacts && task.artifacts !== undefined) out.artifacts = task.artifacts.map(copyArtifact)
+  const final = isTerminal(task.status.state)
+  if (includeArtifacts && task.artifacts !== undefined) out.artifacts = final ? task.artifacts : task.artifacts.map(copyArtifact)
   if (task.history !== undefined && historyLength !== 0) {
-    out.history = historyLength === undefined ? task.history.slice() : task.history.slice(-historyLength)
+    out.history = historyLength !== undefined ? task.history.slice(-historyLength) : final ? task.history : task.history.slice()
   }
   if (task.metadata !== undefined) out.metadata = task.metadata
   return out
