@@ -60,6 +60,9 @@ t.test('errors found before the first event are a plain JSON-RPC error response'
   const terminal = await stream(url, 'SubscribeToTask', { id: done.id })
   t.same(terminal.body.error.data[0].reason, 'UNSUPPORTED_OPERATION')
   t.equal(terminal.body.error.code, -32004)
+  const toTerminal = await stream(url, 'SendStreamingMessage', { message: userMessage('x', { taskId: done.id }) })
+  t.equal(toTerminal.body.error.code, -32004)
+  t.equal(server.fastify.a2a.handler.openStreams, 0, 'a stream refused before its first event is not left open')
 })
 
 t.test('streaming not declared → -32004 for both streaming methods', async t => {
