@@ -33,6 +33,8 @@ interface TerminalMark {
   id: string
   /** When the task became terminal, in ms. */
   since: number
+  /** Cleared when the task is evicted: the order's reads then skip the mark without a lookup. */
+  held: boolean
 }
 
 export function encodeCursor (updatedAt: number, id: string): string {
@@ -218,7 +220,7 @@ export class MemoryTaskStore implements TaskStore, ImmediateTaskStore {
       entry.mark.since = this.#now()
       return
     }
-    entry.mark = { tenant, id, since: this.#now() }
+    entry.mark = { tenant, id, since: this.#now(), held: true }
     this.#terminalOrder.push(entry.mark)
   }
 
@@ -227,7 +229,7 @@ export class MemoryTaskStore implements TaskStore, ImmediateTaskStore {
     const order = this.#terminalOrder
     while (this.#terminalHead < order.length) {
       const mark = order[this.#terminalHead] as TerminalMark
-      if (this.#tenants.get(mark.tenant)?.get(mark.id)?.mark === mark) return mark
+      if (mark.held) return mark
       this.#terminalHead++
       if (this.#terminalHead > 1024 && this.#terminalHead * 2 > order.length) {
         this.#terminalOrder = order.slice(this.#terminalHead)
@@ -240,7 +242,11 @@ export class MemoryTaskStore implements TaskStore, ImmediateTaskStore {
 
   #evict (tenant: string, id: string): void {
     const tasks = this.#tenants.get(tenant)
-    if (tasks === undefined || !tasks.delete(id)) return
+    const entry = tasks?.get(id)
+    if (tasks === undefined || entry === undefined) return
+    tasks.delete(id)
+    // A task created again under its id carries its mark on: the mark goes only with the task.
+    if (entry.mark !== undefined) entry.mark.held = false
     this.#count--
     if (tasks.size === 0) this.#tenants.delete(tenant)
   }
