@@ -113,6 +113,7 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
     executorTimeout: options.executorTimeout,
     onTaskEvent: push?.notify,
     checkPushConfig: push?.checkConfig,
+    pushSettled: push === undefined ? undefined : (task) => push.recorded(task),
     cluster,
     inputModes: options.allowUndeclaredInputModes
       ? undefined

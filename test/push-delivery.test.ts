@@ -9,7 +9,7 @@ import { runInNewContext } from 'node:vm'
 import Fastify from 'fastify'
 import t, { type Test } from 'tap'
 import { conformanceAgent, conformanceCard } from '../examples/agent.js'
-import { a2aWebSocket, type PushDeliveryReport, type PushSender } from '../lib/index.js'
+import { MemoryPushConfigStore, a2aWebSocket, type PushConfigStore, type PushDeliveryReport, type PushSender } from '../lib/index.js'
 import { eventually, result, startServer, stream, userMessage, type TestServer } from './helpers/server.js'
 import { startReceiver, type Answer } from './helpers/webhook.js'
 
@@ -79,6 +79,37 @@ t.test('configs created later receive what follows; each config its own ordered 
   t.same(receiver.bodies('/a'), expected)
   t.same(receiver.bodies('/b'), expected)
   t.same(receiver.bodies('/gone'), [], 'nothing after deletion')
+})
+
+t.test('a config created while the lookups of earlier events still wait gets none of those events', async t => {
+  // A config store slow to list (a database under load): the lookups of the task's first two
+  // events are still running when the client, answered at once, creates its config.
+  const configs = new MemoryPushConfigStore()
+  const slow: PushConfigStore = {
+    isolatesTenants: true,
+    set: (config, scope) => configs.set(config, scope),
+    get: (taskId, id, scope) => configs.get(taskId, id, scope),
+    list: async (taskId, page, scope) => {
+      await sleep(100)
+      return await configs.list(taskId, page, scope)
+    },
+    delete: (taskId, id, scope) => configs.delete(taskId, id, scope)
+  }
+  const receiver = await startReceiver()
+  const server = await startServer({ pushConfigStore: slow, push: { allow: ['127.0.0.1'], retryDelay: 1 } })
+  t.teardown(async () => {
+    await server.close()
+    await receiver.close()
+  })
+  const task = (await result(server.endpoint, 'SendMessage', { message: userMessage('input') })).task
+  t.equal(task.status.state, 'TASK_STATE_INPUT_REQUIRED')
+  await result(server.endpoint, 'CreateTaskPushNotificationConfig', { taskId: task.id, id: 'late', url: `${receiver.origin}/late` })
+  const done = (await result(server.endpoint, 'SendMessage', { message: userMessage('the answer', { taskId: task.id }) })).task
+  await (server.fastify.a2a.push as PushSender).idle()
+  t.same(receiver.bodies('/late'), [
+    { artifactUpdate: { taskId: task.id, contextId: task.contextId, artifact: { artifactId: 'echo', parts: [{ text: 'the answer' }] } } },
+    { statusUpdate: { taskId: task.id, contextId: task.contextId, status: done.status } }
+  ], 'the events after its creation, not the task and INPUT_REQUIRED from before')
 })
 
 t.test('deleting a config stops the deliveries already queued for it', async t => {

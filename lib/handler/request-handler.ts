@@ -63,6 +63,11 @@ export interface RequestHandlerOptions {
   /** Checks a push config before it is stored; throws (InvalidParams) to refuse it. The SSRF guard hooks in here. */
   checkPushConfig?: (config: StoredPushConfig) => Promise<void>
   /**
+   * Settles once the push deliveries of the task's events so far are decided (their configs
+   * looked up); undefined when none is pending. A new config waits for it (push delivery hooks in here).
+   */
+  pushSettled?: (task: TaskKey) => Promise<void> | undefined
+  /**
    * Set with the `cluster` option: turns hold leases, CancelTask reaches the instance running
    * the task, and SendMessage is deduplicated by messageId (README, *Several instances*).
    */
@@ -642,6 +647,9 @@ export class RequestHandler {
     const config = this.#pushConfig(params, task.id)
     await this.#options.checkPushConfig?.(config)
     const scope = this.#scope(context)
+    // The events published before it have their configs looked up first: a lookup still waiting
+    // on a slow store would otherwise find this config and send it events from before its creation.
+    await this.#options.pushSettled?.({ tenant: scope.tenant, taskId: task.id })
     // Read before the config is stored: an event racing its creation may be caught up, never missed.
     const version = this.#options.cluster === undefined ? undefined : (await this.#options.taskStore.getVersioned?.(task.id, scope))?.version
     await this.#options.pushConfigStore.set(config, scope)
