@@ -194,8 +194,10 @@ export class PushSender {
     if (this.#closing.signal.aborted) return
     // A store that knows at once that the task has no config spares the lookup (most tasks
     // have none); not while an earlier event's lookup waits, which keeps the order.
-    if (this.#store.hasConfigs?.(ref.taskId, ref.scope) === false && (this.#lookups.size === 0 || !this.#lookups.has(topicOf(ref.scope.tenant, ref.taskId)))) return
+    const none = this.#store.hasConfigs?.(ref.taskId, ref.scope) === false
+    if (none && this.#lookups.size === 0) return
     const topic = topicOf(ref.scope.tenant, ref.taskId)
+    if (none && !this.#lookups.has(topic)) return
     this.#busy++
     const link: { tail?: Promise<void> } = {}
     link.tail = this.#lookUp(this.#lookups.get(topic), event, ref, version, onlyBehind, topic, link)
