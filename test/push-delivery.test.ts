@@ -81,11 +81,10 @@ t.test('configs created later receive what follows; each config its own ordered 
   t.same(receiver.bodies('/gone'), [], 'nothing after deletion')
 })
 
-t.test('a config created while the lookups of earlier events still wait gets none of those events', async t => {
-  // A config store slow to list (a database under load): the lookups of the task's first two
-  // events are still running when the client, answered at once, creates its config.
+/** A config store slow to list (a database under load): lookups of a task's events lag behind its answers. */
+function slowConfigStore (): PushConfigStore {
   const configs = new MemoryPushConfigStore()
-  const slow: PushConfigStore = {
+  return {
     isolatesTenants: true,
     set: (config, scope) => configs.set(config, scope),
     get: (taskId, id, scope) => configs.get(taskId, id, scope),
@@ -95,22 +94,31 @@ t.test('a config created while the lookups of earlier events still wait gets non
     },
     delete: (taskId, id, scope) => configs.delete(taskId, id, scope)
   }
-  const receiver = await startReceiver()
-  const server = await startServer({ pushConfigStore: slow, push: { allow: ['127.0.0.1'], retryDelay: 1 } })
-  t.teardown(async () => {
-    await server.close()
-    await receiver.close()
+}
+
+// The lookups of the task's first two events are still running when the client, answered at
+// once, adds a config: created, or inline with the message that continues the task.
+for (const how of ['created', 'inline'] as const) {
+  t.test(`a config ${how} while the lookups of earlier events still wait gets none of those events`, async t => {
+    const receiver = await startReceiver()
+    const server = await startServer({ pushConfigStore: slowConfigStore(), push: { allow: ['127.0.0.1'], retryDelay: 1 } })
+    t.teardown(async () => {
+      await server.close()
+      await receiver.close()
+    })
+    const task = (await result(server.endpoint, 'SendMessage', { message: userMessage('input') })).task
+    t.equal(task.status.state, 'TASK_STATE_INPUT_REQUIRED')
+    const config = { id: 'late', url: `${receiver.origin}/late` }
+    if (how === 'created') await result(server.endpoint, 'CreateTaskPushNotificationConfig', { taskId: task.id, ...config })
+    const message = userMessage('the answer', { taskId: task.id })
+    const done = (await result(server.endpoint, 'SendMessage', how === 'created' ? { message } : { message, configuration: { taskPushNotificationConfig: config } })).task
+    await (server.fastify.a2a.push as PushSender).idle()
+    t.same(receiver.bodies('/late'), [
+      { artifactUpdate: { taskId: task.id, contextId: task.contextId, artifact: { artifactId: 'echo', parts: [{ text: 'the answer' }] } } },
+      { statusUpdate: { taskId: task.id, contextId: task.contextId, status: done.status } }
+    ], 'the events after its creation, not the task and INPUT_REQUIRED from before')
   })
-  const task = (await result(server.endpoint, 'SendMessage', { message: userMessage('input') })).task
-  t.equal(task.status.state, 'TASK_STATE_INPUT_REQUIRED')
-  await result(server.endpoint, 'CreateTaskPushNotificationConfig', { taskId: task.id, id: 'late', url: `${receiver.origin}/late` })
-  const done = (await result(server.endpoint, 'SendMessage', { message: userMessage('the answer', { taskId: task.id }) })).task
-  await (server.fastify.a2a.push as PushSender).idle()
-  t.same(receiver.bodies('/late'), [
-    { artifactUpdate: { taskId: task.id, contextId: task.contextId, artifact: { artifactId: 'echo', parts: [{ text: 'the answer' }] } } },
-    { statusUpdate: { taskId: task.id, contextId: task.contextId, status: done.status } }
-  ], 'the events after its creation, not the task and INPUT_REQUIRED from before')
-})
+}
 
 t.test('deleting a config stops the deliveries already queued for it', async t => {
   let release!: () => void

@@ -647,12 +647,9 @@ export class RequestHandler {
     const config = this.#pushConfig(params, task.id)
     await this.#options.checkPushConfig?.(config)
     const scope = this.#scope(context)
-    // The events published before it have their configs looked up first: a lookup still waiting
-    // on a slow store would otherwise find this config and send it events from before its creation.
-    await this.#options.pushSettled?.({ tenant: scope.tenant, taskId: task.id })
     // Read before the config is stored: an event racing its creation may be caught up, never missed.
     const version = this.#options.cluster === undefined ? undefined : (await this.#options.taskStore.getVersioned?.(task.id, scope))?.version
-    await this.#options.pushConfigStore.set(config, scope)
+    await this.#storeConfig(config, scope)
     if (version !== undefined) await this.#options.cluster?.markConfig({ tenant: scope.tenant, taskId: task.id }, config.id as string, version)
     return config
   }
@@ -755,7 +752,7 @@ export class RequestHandler {
           const task = await this.#loadTask(taskId, context)
           this.#refuseTerminal(task, 'send a message to')
           await this.#options.taskStore.update(taskId, { kind: 'history', message: userMessage }, scope)
-          if (execution.pushConfig !== undefined) await this.#options.pushConfigStore.set(execution.pushConfig, scope)
+          if (execution.pushConfig !== undefined) await this.#storeConfig(execution.pushConfig, scope)
           taskAtStart = projectTask(task)
           listener({ task: taskAtStart })
           unsubscribe = this.#options.bus.subscribe(run.topic, listener)
@@ -968,6 +965,7 @@ export class RequestHandler {
       history: [execution.userMessage]
     }
     const version: number | void = yield this.#createTask(task, run.scope)
+    // A new task: no earlier event is being looked up (#storeConfig).
     if (execution.pushConfig !== undefined) yield this.#options.pushConfigStore.set(execution.pushConfig, run.scope)
     run.state = task.status.state
     this.#publish(run, { task: projectTask(task) }, version)
@@ -1315,6 +1313,16 @@ export class RequestHandler {
 
   #requirePush (): void {
     if (this.#options.capabilities.pushNotifications !== true) throw new PushNotificationNotSupportedError()
+  }
+
+  /**
+   * Stores a push config once the task's events published so far have their configs looked up:
+   * a lookup still waiting on a slow store would otherwise find it and send it events from
+   * before its creation.
+   */
+  async #storeConfig (config: StoredPushConfig, scope: Scope): Promise<void> {
+    await this.#options.pushSettled?.({ tenant: scope.tenant, taskId: config.taskId })
+    await this.#options.pushConfigStore.set(config, scope)
   }
 
   #pushConfig (input: TaskPushNotificationConfig, taskId: string): StoredPushConfig {
