@@ -26,6 +26,8 @@ if (cluster !== undefined) {
   /** The instances' reports about the task, as [event, outcome]; in order for one instance (A or B takes a task over, not both). */
   const reportsOf = (taskId: string, ...names: string[]) =>
     names.flatMap(name => reports.get(name) ?? []).filter(report => report.taskId === taskId).map(report => [report.event, report.outcome])
+  /** A delivery is reported once its answer is read, a moment after the receiver has its body. */
+  const reported = (count: number, taskId: string, ...names: string[]) => eventually(() => reportsOf(taskId, ...names).length >= count, 5000)
   /** The FAILED update the taker sends last. */
   const checkFailed = (t: Test, body: any) => {
     t.equal(body.statusUpdate.status.state, 'TASK_STATE_FAILED')
@@ -56,8 +58,8 @@ if (cluster !== undefined) {
     await owner.cutOff()
     await eventually(() => receiver.bodies('/in-flight').length === 4, 5000)
     checkTakenOver(t, receiver.bodies('/in-flight'), task.id)
-    const taken = [...(reports.get('a') ?? []), ...(reports.get('b') ?? [])].filter(report => report.taskId === task.id)
-    t.same(taken.map(report => [report.event, report.outcome]), [['task', 'delivered'], ['statusUpdate', 'delivered'], ['statusUpdate', 'delivered']])
+    await reported(3, task.id, 'a', 'b')
+    t.same(reportsOf(task.id, 'a', 'b'), [['task', 'delivered'], ['statusUpdate', 'delivered'], ['statusUpdate', 'delivered']])
     await eventually(async () => (await outbox()).length === 0)
     t.pass('the outbox is empty')
   })
@@ -80,6 +82,8 @@ if (cluster !== undefined) {
     t.strictSame(snapshot, { task: { ...first.task, status: hung?.statusUpdate?.status } }, 'the stored task, holding the WORKING status never recorded')
     checkFailed(t, failed)
     t.equal(receiver.bodies('/missed').length, 3, 'nothing more')
+    await reported(1, task.id, 'hung')
+    await reported(2, task.id, 'a', 'b')
     t.same(reportsOf(task.id, 'hung'), [['task', 'delivered']])
     t.same(reportsOf(task.id, 'a', 'b'), [['task', 'delivered'], ['statusUpdate', 'delivered']], 'the taker sent the stored task, then the end')
     await eventually(async () => (await outbox()).length === 0)
@@ -105,6 +109,7 @@ if (cluster !== undefined) {
     t.equal(working.statusUpdate.status.state, 'TASK_STATE_WORKING')
     t.strictSame(snapshot, { task: { ...first.task, status: hung?.statusUpdate?.status, artifacts: [artifact.artifactUpdate.artifact] } },
       'the stored task, COMPLETED; no FAILED update, the task had ended')
+    await reported(1, task.id, 'a', 'b')
     t.same(reportsOf(task.id, 'a', 'b'), [['task', 'delivered']])
     await eventually(async () => (await cluster.leases(task.id)).length === 0)
     t.equal(receiver.bodies('/ended').length, 4, 'nothing more')
@@ -120,6 +125,7 @@ if (cluster !== undefined) {
     await owner.cutOff()
     await eventually(() => receiver.bodies('/created').length === 1, 5000)
     checkFailed(t, receiver.bodies('/created')[0])
+    await reported(1, task.id, 'a', 'b', 'created')
     t.same(reportsOf(task.id, 'a', 'b', 'created'), [['statusUpdate', 'delivered']])
   })
 }
