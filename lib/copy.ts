@@ -10,13 +10,17 @@ type Keyed = Record<PropertyKey, unknown>
  * enumerable symbols; an own `__proto__` key (JSON.parse makes one) stays a key and does
  * not set the prototype.
  */
-function spreadInto (target: Keyed, source: object): Keyed {
+function spreadInto (target: Keyed, source: object, keep?: Keyed): Keyed {
   const from = source as Keyed
   for (const key of Object.keys(from)) {
+    if (keep !== undefined && Object.hasOwn(keep, key)) continue
     if (key === '__proto__') Object.defineProperty(target, key, { value: from[key], writable: true, enumerable: true, configurable: true })
     else target[key] = from[key]
   }
-  for (const symbol of Object.getOwnPropertySymbols(from)) if (Object.prototype.propertyIsEnumerable.call(from, symbol)) target[symbol] = from[symbol]
+  for (const symbol of Object.getOwnPropertySymbols(from)) {
+    if (keep !== undefined && Object.hasOwn(keep, symbol)) continue
+    if (Object.prototype.propertyIsEnumerable.call(from, symbol)) target[symbol] = from[symbol]
+  }
   return target
 }
 
@@ -28,4 +32,14 @@ export function copyOwn (source: object): Keyed {
 /** `{ ...base, ...over }`. */
 export function merged<T extends object, U extends object> (base: T, over: U): T & U {
   return spreadInto(spreadInto({}, base), over) as T & U
+}
+
+/**
+ * `{ ...source, ...base }`, built from `base`: a literal of the keys such objects usually
+ * have, so that every copy shares its hidden class and holds those keys in the object
+ * itself (a copy into `{}` keeps only four there and puts the rest in a second array).
+ * `source`'s other keys follow, in their order.
+ */
+export function over<T extends object> (base: T, source: object): T {
+  return spreadInto(base as Keyed, source, base as Keyed) as T
 }

@@ -99,3 +99,18 @@ t.test('a task created again under its id stays counted once and keeps its place
   t.ok(await store.get('y', a))
   t.equal(store.size, 2)
 })
+
+t.test('a task created again after its eviction takes a new place among the terminal tasks', async t => {
+  const store = new MemoryTaskStore({ maxTasks: 2 })
+  await store.create(task('x', 'TASK_STATE_COMPLETED'), a)
+  await store.create(task('y', 'TASK_STATE_COMPLETED'), a)
+  await store.create(task('z'), a)
+  t.equal(await store.get('x', a), undefined, 'x made room for z')
+  await store.update('z', { kind: 'status', status: { state: 'TASK_STATE_COMPLETED', timestamp: new Date().toISOString() } }, a)
+  await store.create(task('x', 'TASK_STATE_COMPLETED'), a)
+  t.equal(await store.get('y', a), undefined, 'the oldest task still held made room, not the new x')
+  t.equal((await store.get('x', a))?.id, 'x')
+  await store.create(task('w'), a)
+  t.equal(await store.get('z', a), undefined, 'then z, which ended before the new x')
+  t.same((await store.list({ pageSize: 10 }, a)).tasks.map(x => x.id).sort(), ['w', 'x'])
+})

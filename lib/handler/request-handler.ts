@@ -30,7 +30,7 @@ import type {
   AgentExecutor, AgentMessageInput, ArtifactInput, ArtifactOptions, CallContext, ExecutionContext, ExecutionEvents
 } from './executor.js'
 import { isInterrupted, isTerminal } from './states.js'
-import { copyOwn } from '../copy.js'
+import { copyOwn, over } from '../copy.js'
 
 export interface Logger {
   error (object: unknown, message?: string): void
@@ -216,10 +216,7 @@ function lastUserMessage (task: Task): Message {
 
 /** `{ ...message, taskId, contextId }` (lib/copy.ts: why not a spread). */
 function withTask (message: Message, taskId: string, contextId: string): Message {
-  const copy = copyOwn(message)
-  copy.taskId = taskId
-  copy.contextId = contextId
-  return copy as unknown as Message
+  return over({ messageId: message.messageId, role: message.role, parts: message.parts, taskId, contextId }, message)
 }
 
 function copyArtifact (artifact: Artifact): Artifact {
@@ -962,7 +959,9 @@ export class RequestHandler {
       id: run.taskId,
       contextId: run.contextId,
       status: { state: 'TASK_STATE_SUBMITTED', timestamp: now() },
-      history: [execution.userMessage]
+      history: [execution.userMessage],
+      // A slot for the artifacts a store adds: a key added later would need a second array.
+      artifacts: undefined
     }
     const version: number | void = yield this.#createTask(task, run.scope)
     // A new task: no earlier event is being looked up (#storeConfig).

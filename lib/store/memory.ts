@@ -18,22 +18,20 @@ export interface MemoryTaskStoreOptions {
   now?: () => number
 }
 
+/**
+ * A task held, with what the TTL sweep and the eviction need: one object a task, every
+ * field set from the start (every entry shares one hidden class).
+ */
 interface Entry {
   task: Task
+  readonly tenant: string
   /** Status timestamp in ms: the sort key of ListTasks. */
   updatedAt: number
   /** 1 when created, one more per change (TaskStore). */
   version: number
-  /** Set once the task is terminal. */
-  mark?: TerminalMark
-}
-
-interface TerminalMark {
-  tenant: string
-  id: string
-  /** When the task became terminal, in ms. */
-  since: number
-  /** Cleared when the task is evicted: the order's reads then skip the mark without a lookup. */
+  /** When the task became terminal, in ms; NaN until it does. The entry is then in the terminal order. */
+  terminalSince: number
+  /** Cleared when the task is evicted: the order's reads then skip the entry without a lookup. */
   held: boolean
 }
 
@@ -49,6 +47,9 @@ export function decodeCursor (token: string): [number, string] {
   throw new InvalidParamsError('pageToken is not a token this server issued')
 }
 
+/** What an evicted entry holds instead of its task: the terminal order may keep the entry a while longer. */
+const EVICTED: Task = Object.freeze({ id: '', status: Object.freeze({ state: 'TASK_STATE_CANCELED' as const }) })
+
 /** Newest first; ties broken by id so the order, and so the cursor, is total. */
 function before (a: Entry, b: Entry): number {
   return b.updatedAt - a.updatedAt || (a.task.id < b.task.id ? 1 : a.task.id > b.task.id ? -1 : 0)
@@ -60,11 +61,11 @@ export class MemoryTaskStore implements TaskStore, ImmediateTaskStore {
   readonly #tenants = new Map<string, Map<string, Entry>>()
   #count = 0
   /**
-   * The terminal tasks' marks in the order their tasks became terminal: the TTL sweep and
-   * the eviction read from the front, skipping a mark whose task is gone. (A Map's first
+   * The terminal tasks' entries in the order they became terminal: the TTL sweep and the
+   * eviction read from the front, skipping an entry whose task is gone. (A Map's first
    * key, read instead, steps over every entry deleted since V8 last compacted it.)
    */
-  #terminalOrder: TerminalMark[] = []
+  #terminalOrder: Entry[] = []
   #terminalHead = 0
   readonly #ttl: number
   readonly #maxTasks: number
@@ -109,16 +110,23 @@ export class MemoryTaskStore implements TaskStore, ImmediateTaskStore {
     if (this.#count >= this.#maxTasks) {
       const oldest = this.#oldestTerminal()
       if (oldest === undefined) throw new UnavailableError('the task store is full')
-      this.#evict(oldest.tenant, oldest.id)
+      this.#evict(oldest.tenant, oldest.task.id)
     }
     let tasks = this.#tenants.get(scope.tenant)
     if (tasks === undefined) this.#tenants.set(scope.tenant, tasks = new Map())
-    const replaced = tasks.get(task.id)
-    if (replaced === undefined) this.#count++
-    // A task created again under its id keeps its terminal mark, as it keeps its key.
-    const entry: Entry = { task, updatedAt: this.#timeOf(task.status.timestamp), version: 1, mark: replaced?.mark }
-    tasks.set(task.id, entry)
-    if (isTerminal(task.status.state)) this.#markTerminal(entry, scope.tenant, task.id)
+    const updatedAt = this.#timeOf(task.status.timestamp)
+    let entry = tasks.get(task.id)
+    if (entry === undefined) {
+      this.#count++
+      entry = { task, tenant: scope.tenant, updatedAt, version: 1, terminalSince: Number.NaN, held: true }
+      tasks.set(task.id, entry)
+    } else {
+      // A task created again under its id keeps its entry, and so its place in the terminal order.
+      entry.task = task
+      entry.updatedAt = updatedAt
+      entry.version = 1
+    }
+    if (isTerminal(task.status.state)) this.#markTerminal(entry)
     return entry.version
   }
 
@@ -139,7 +147,7 @@ export class MemoryTaskStore implements TaskStore, ImmediateTaskStore {
       case 'status':
         task.status = change.status
         entry.updatedAt = this.#timeOf(change.status.timestamp)
-        if (isTerminal(change.status.state)) this.#markTerminal(entry, scope.tenant, id)
+        if (isTerminal(change.status.state)) this.#markTerminal(entry)
         break
       case 'history':
         (task.history ??= []).push(change.message)
@@ -210,26 +218,24 @@ export class MemoryTaskStore implements TaskStore, ImmediateTaskStore {
     return this.#lastTimestampMs || this.#now()
   }
 
+  /** NaN (not yet terminal) is never expired. */
   #expired (entry: Entry): boolean {
-    return entry.mark !== undefined && this.#now() - entry.mark.since >= this.#ttl
+    return this.#now() - entry.terminalSince >= this.#ttl
   }
 
   /** A task marked again keeps its place in the order, with the new time. */
-  #markTerminal (entry: Entry, tenant: string, id: string): void {
-    if (entry.mark !== undefined) {
-      entry.mark.since = this.#now()
-      return
-    }
-    entry.mark = { tenant, id, since: this.#now(), held: true }
-    this.#terminalOrder.push(entry.mark)
+  #markTerminal (entry: Entry): void {
+    const first = Number.isNaN(entry.terminalSince)
+    entry.terminalSince = this.#now()
+    if (first) this.#terminalOrder.push(entry)
   }
 
-  /** The mark of the task that became terminal first. */
-  #oldestTerminal (): TerminalMark | undefined {
+  /** The entry of the task that became terminal first. */
+  #oldestTerminal (): Entry | undefined {
     const order = this.#terminalOrder
     while (this.#terminalHead < order.length) {
-      const mark = order[this.#terminalHead] as TerminalMark
-      if (mark.held) return mark
+      const entry = order[this.#terminalHead] as Entry
+      if (entry.held) return entry
       this.#terminalHead++
       if (this.#terminalHead > 1024 && this.#terminalHead * 2 > order.length) {
         this.#terminalOrder = order.slice(this.#terminalHead)
@@ -245,15 +251,15 @@ export class MemoryTaskStore implements TaskStore, ImmediateTaskStore {
     const entry = tasks?.get(id)
     if (tasks === undefined || entry === undefined) return
     tasks.delete(id)
-    // A task created again under its id carries its mark on: the mark goes only with the task.
-    if (entry.mark !== undefined) entry.mark.held = false
+    entry.held = false
+    entry.task = EVICTED
     this.#count--
     if (tasks.size === 0) this.#tenants.delete(tenant)
   }
 
   #sweep (): void {
-    for (let mark = this.#oldestTerminal(); mark !== undefined && this.#now() - mark.since >= this.#ttl; mark = this.#oldestTerminal()) {
-      this.#evict(mark.tenant, mark.id)
+    for (let entry = this.#oldestTerminal(); entry !== undefined && this.#expired(entry); entry = this.#oldestTerminal()) {
+      this.#evict(entry.tenant, entry.task.id)
     }
   }
 }
