@@ -8,17 +8,17 @@ type Keyed = Record<PropertyKey, unknown>
 /**
  * Adds `source`'s keys to `target` as a spread would: own enumerable string keys, then
  * enumerable symbols; an own `__proto__` key (JSON.parse makes one) stays a key and does
- * not set the prototype.
+ * not set the prototype. With `keepOwn`, a key `target` has already keeps its value.
  */
-function spreadInto (target: Keyed, source: object, keep?: Keyed): Keyed {
+function spreadInto (target: Keyed, source: object, keepOwn = false): Keyed {
   const from = source as Keyed
   for (const key of Object.keys(from)) {
-    if (keep !== undefined && Object.hasOwn(keep, key)) continue
+    if (keepOwn && Object.hasOwn(target, key)) continue
     if (key === '__proto__') Object.defineProperty(target, key, { value: from[key], writable: true, enumerable: true, configurable: true })
     else target[key] = from[key]
   }
   for (const symbol of Object.getOwnPropertySymbols(from)) {
-    if (keep !== undefined && Object.hasOwn(keep, symbol)) continue
+    if (keepOwn && Object.hasOwn(target, symbol)) continue
     if (Object.prototype.propertyIsEnumerable.call(from, symbol)) target[symbol] = from[symbol]
   }
   return target
@@ -41,5 +41,5 @@ export function merged<T extends object, U extends object> (base: T, over: U): T
  * `source`'s other keys follow, in their order.
  */
 export function over<T extends object> (base: T, source: object): T {
-  return spreadInto(base as Keyed, source, base as Keyed) as T
+  return spreadInto(base as Keyed, source, true) as T
 }

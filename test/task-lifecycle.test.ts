@@ -24,6 +24,15 @@ t.test('echo: blocking by default, returns the completed task with its artifact 
   t.notOk('kind' in task)
 })
 
+t.test('the history keeps every key of the user message, with the task\'s ids', async t => {
+  const message = userMessage('keys', { metadata: { from: 'test' }, referenceTaskIds: ['earlier'], extensions: ['https://example.com/ext'] })
+  const { result: { task } } = await call(url, 'SendMessage', { message })
+  const { result: stored } = await call(url, 'GetTask', { id: task.id })
+  for (const history of [task.history, stored.history]) {
+    t.strictSame(history, [{ ...message, taskId: task.id, contextId: task.contextId }])
+  }
+})
+
 t.test('a client contextId starts a new task in that context', async t => {
   const { result: { task } } = await send('x', { contextId: 'my-context' })
   t.equal(task.contextId, 'my-context')

@@ -110,7 +110,7 @@ export class MemoryTaskStore implements TaskStore, ImmediateTaskStore {
     if (this.#count >= this.#maxTasks) {
       const oldest = this.#oldestTerminal()
       if (oldest === undefined) throw new UnavailableError('the task store is full')
-      this.#evict(oldest.tenant, oldest.task.id)
+      this.#evict(oldest)
     }
     let tasks = this.#tenants.get(scope.tenant)
     if (tasks === undefined) this.#tenants.set(scope.tenant, tasks = new Map())
@@ -203,7 +203,7 @@ export class MemoryTaskStore implements TaskStore, ImmediateTaskStore {
     const entry = this.#tenants.get(scope.tenant)?.get(id)
     if (entry === undefined) return undefined
     if (this.#expired(entry)) {
-      this.#evict(scope.tenant, id)
+      this.#evict(entry)
       return undefined
     }
     return entry
@@ -246,20 +246,19 @@ export class MemoryTaskStore implements TaskStore, ImmediateTaskStore {
     return undefined
   }
 
-  #evict (tenant: string, id: string): void {
-    const tasks = this.#tenants.get(tenant)
-    const entry = tasks?.get(id)
-    if (tasks === undefined || entry === undefined) return
-    tasks.delete(id)
+  /** `entry` is one the store holds: the map's, or a held one from the terminal order. */
+  #evict (entry: Entry): void {
+    const tasks = this.#tenants.get(entry.tenant) as Map<string, Entry>
+    tasks.delete(entry.task.id)
     entry.held = false
     entry.task = EVICTED
     this.#count--
-    if (tasks.size === 0) this.#tenants.delete(tenant)
+    if (tasks.size === 0) this.#tenants.delete(entry.tenant)
   }
 
   #sweep (): void {
     for (let entry = this.#oldestTerminal(); entry !== undefined && this.#expired(entry); entry = this.#oldestTerminal()) {
-      this.#evict(entry.tenant, entry.task.id)
+      this.#evict(entry)
     }
   }
 }
