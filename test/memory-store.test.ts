@@ -58,6 +58,22 @@ t.test('artifact chunks append in place; a chunk without append replaces', async
   t.same(stored.artifacts, [{ artifactId: 'x', parts: [{ text: 'fresh' }] }])
 })
 
+t.test('artifacts keep their order; an append to an artifact the task lacks starts it; the store keeps its own parts', async t => {
+  const store = new MemoryTaskStore()
+  await store.create(task('t'), a)
+  const stored = await store.get('t', a) as Task
+  const first = { artifactId: 'x', parts: [{ text: 'x1' }] }
+  await store.update('t', { kind: 'artifact', artifact: first, append: true }, a)
+  first.parts.push({ text: 'not sent' })
+  await store.update('t', { kind: 'artifact', artifact: { artifactId: 'y', parts: [{ text: 'y1' }] }, append: false }, a)
+  await store.update('t', { kind: 'artifact', artifact: { artifactId: 'x', parts: [{ text: 'x2' }] }, append: true }, a)
+  t.same(stored.artifacts, [
+    { artifactId: 'x', parts: [{ text: 'x1' }, { text: 'x2' }] },
+    { artifactId: 'y', parts: [{ text: 'y1' }] }
+  ])
+  t.not(stored.artifacts?.[0], first, 'the store holds a copy, not the event\'s artifact')
+})
+
 t.test('a tampered cursor is InvalidParams', async t => {
   const store = new MemoryTaskStore()
   await t.rejects(store.list({ pageSize: 1, pageToken: 'garbage' }, a), { code: 'A2A_ERR_INVALID_PARAMS' })

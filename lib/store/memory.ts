@@ -153,12 +153,14 @@ export class MemoryTaskStore implements TaskStore, ImmediateTaskStore {
         (task.history ??= []).push(change.message)
         break
       case 'artifact': {
-        const artifacts = (task.artifacts ??= [])
-        const existing = change.append ? artifacts.find(a => a.artifactId === change.artifact.artifactId) : undefined
+        const artifacts = task.artifacts
+        const existing = change.append ? artifacts?.find(a => a.artifactId === change.artifact.artifactId) : undefined
         if (existing === undefined) {
-          const index = artifacts.findIndex(a => a.artifactId === change.artifact.artifactId)
           const copy = { ...change.artifact, parts: change.artifact.parts.slice() }
-          if (index === -1) artifacts.push(copy)
+          const index = artifacts === undefined ? -1 : artifacts.findIndex(a => a.artifactId === change.artifact.artifactId)
+          // A task's first artifact makes an array of one: a push onto [] makes room for seventeen.
+          if (artifacts === undefined) task.artifacts = [copy]
+          else if (index === -1) artifacts.push(copy)
           else artifacts[index] = copy
         } else {
           for (const part of change.artifact.parts) existing.parts.push(part)
