@@ -157,10 +157,13 @@ export class MemoryTaskStore implements TaskStore, ImmediateTaskStore {
         const existing = change.append ? artifacts?.find(a => a.artifactId === change.artifact.artifactId) : undefined
         if (existing === undefined) {
           const copy = { ...change.artifact, parts: change.artifact.parts.slice() }
-          const index = artifacts === undefined ? -1 : artifacts.findIndex(a => a.artifactId === change.artifact.artifactId)
           // A task's first artifact makes an array of one: a push onto [] makes room for seventeen.
-          if (artifacts === undefined) task.artifacts = [copy]
-          else if (index === -1) artifacts.push(copy)
+          if (artifacts === undefined) {
+            task.artifacts = [copy]
+            break
+          }
+          const index = artifacts.findIndex(a => a.artifactId === change.artifact.artifactId)
+          if (index === -1) artifacts.push(copy)
           else artifacts[index] = copy
         } else {
           for (const part of change.artifact.parts) existing.parts.push(part)
