@@ -38,6 +38,12 @@ export function buildRows (figures: Figures, failures: Record<string, string>, c
     const ratio = (m('p1.ours.rps') as number) / (m('p1.ceiling.rps') as number)
     return { scenario: 'P1 JSON-RPC SendMessage req/s, vs ceiling', ours: count(m('p1.ours.rps') as number), peer: '', ceiling: count(m('p1.ceiling.rps') as number), ratio: times(ratio), target: '≥ 0.6×', verdict: verdict(ratio >= 0.6) }
   })
+  add(['p1.ours.rps', 'p1.floor.rps', 'p1.ceiling.rps'], () => {
+    const floor = m('p1.floor.rps') as number
+    const ratio = (m('p1.ours.rps') as number) / floor
+    const ofCeiling = floor / (m('p1.ceiling.rps') as number)
+    return { scenario: 'P1 JSON-RPC SendMessage req/s, vs floor (the answer alone)', ours: count(m('p1.ours.rps') as number), peer: '', ceiling: `${count(floor)} (${times(ofCeiling)} ceiling)`, ratio: times(ratio), target: 'reported', verdict: '—' }
+  })
   add(['p2.ours.rtps', 'p2.ceiling.rtps'], () => {
     const ratio = (m('p2.ours.rtps') as number) / (m('p2.ceiling.rtps') as number)
     return { scenario: 'P2 WebSocket SendMessage round trips/s, 64 in flight', ours: count(m('p2.ours.rtps') as number), peer: '', ceiling: count(m('p2.ceiling.rtps') as number), ratio: times(ratio), target: '≥ 0.5×', verdict: verdict(ratio >= 0.5) }

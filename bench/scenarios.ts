@@ -8,7 +8,7 @@ import { Samples, percentile, type Figure } from './harness/stats.js'
 import { checkAnswer, measureHttp } from './load/http.js'
 import { measureSse } from './load/sse.js'
 import { closeSocket, dropAll, measurePipeline, measureWsStream, openIdle, openSocket, sequentialLatencies } from './load/ws.js'
-import { PEER_JSONRPC_PATH, PEER_REST_PATH } from './servers/common.js'
+import { FLOOR_PATH, PEER_JSONRPC_PATH, PEER_REST_PATH } from './servers/common.js'
 
 export interface Plan {
   mode: 'full' | 'quick'
@@ -40,7 +40,7 @@ const cpuPerCall = (before: CpuReport, after: CpuReport, calls: number) => (afte
 
 // ---- P1 and REST: unary SendMessage over HTTP ---------------------------------------------
 
-type HttpTarget = 'p1.ours' | 'p1.peer' | 'p1.ceiling' | 'rest.ours' | 'rest.peer'
+type HttpTarget = 'p1.ours' | 'p1.peer' | 'p1.ceiling' | 'p1.floor' | 'rest.ours' | 'rest.peer'
 /** Requests per second, p99 latency (ms), and the server's CPU time per request (µs). */
 export type HttpFigureName = `${HttpTarget}.${'rps' | 'p99' | 'cpu'}`
 
@@ -55,6 +55,7 @@ export async function httpUnary (plan: Plan): Promise<Record<HttpFigureName, Fig
       { name: 'p1.ours', server: ours, url: ours.origin + '/', body: rpcBody, expect: completed },
       { name: 'p1.peer', server: peer, url: peer.origin + PEER_JSONRPC_PATH, body: rpcBody, expect: completed },
       { name: 'p1.ceiling', server: ceiling, url: ceiling.origin + '/', body: rpcBody, expect: (text: string) => text.includes('"ok":true') },
+      { name: 'p1.floor', server: ceiling, url: ceiling.origin + FLOOR_PATH, body: rpcBody, expect: completed },
       { name: 'rest.ours', server: ours, url: ours.origin + '/message:send', body: restBody, expect: completed },
       { name: 'rest.peer', server: peer, url: peer.origin + PEER_REST_PATH + '/message:send', body: restBody, expect: completed }
     ]

@@ -124,6 +124,12 @@ export interface A2APluginOptions {
   bodyLimit?: number
   /** Treat a request without A2A-Version as 1.0 instead of 0.3. Default false. */
   allowMissingVersion?: boolean
+  /**
+   * Write the JSON-RPC and HTTP+JSON answers of the requests read in one turn of the event loop
+   * together, once that turn's reads are done (setImmediate), rather than each between two
+   * reads. Default true; false writes each answer as soon as it is ready.
+   */
+  coalesceReplies?: boolean
   /** Events a stream buffers for a slow reader before it ends with STREAM_LAGGED. Default 1024. */
   maxQueuedEvents?: number
   /** Arrays and objects nested in a request (any binding), checked before it is parsed; deeper is -32600 / HTTP 400. Default 64. */
@@ -185,6 +191,7 @@ export interface NormalizedOptions {
   bus?: EventBus
   bodyLimit: number
   allowMissingVersion: boolean
+  coalesceReplies: boolean
   maxQueuedEvents: number
   maxJsonDepth: number
   executorTimeout: number
@@ -464,6 +471,7 @@ export function normalizeOptions (options: A2APluginOptions): NormalizedOptions 
     bus: options.bus,
     bodyLimit: integer('bodyLimit', options.bodyLimit, 4 * 1024 * 1024),
     allowMissingVersion: options.allowMissingVersion ?? false,
+    coalesceReplies: flag('coalesceReplies', options.coalesceReplies, true),
     maxQueuedEvents: integer('maxQueuedEvents', options.maxQueuedEvents, 1024),
     maxJsonDepth: integer('maxJsonDepth', options.maxJsonDepth, DEFAULT_MAX_JSON_DEPTH),
     executorTimeout: timerMs('executorTimeout', options.executorTimeout, DEFAULT_EXECUTOR_TIMEOUT, 1),

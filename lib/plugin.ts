@@ -214,8 +214,9 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
 
   await fastify.register(async (a2a) => {
     if (cors !== undefined) await a2a.register(fastifyCors, corsDefaults(cors, options.auth?.apiKey !== undefined && options.auth.apiKey.in !== 'query' ? options.auth.apiKey.name : undefined))
-    await a2a.register(jsonRpcDispatcher, { runner, bodyLimit: options.bodyLimit, maxJsonDepth: options.maxJsonDepth })
-    await a2a.register(restDispatcher, { runner, bodyLimit: options.bodyLimit, maxJsonDepth: options.maxJsonDepth })
+    const http = { runner, bodyLimit: options.bodyLimit, maxJsonDepth: options.maxJsonDepth, coalesceReplies: options.coalesceReplies }
+    await a2a.register(jsonRpcDispatcher, http)
+    await a2a.register(restDispatcher, http)
     await a2a.register(webSocketDispatcher, {
       server: wsServer,
       allowedOrigins: ws.allowedOrigins,

@@ -5,6 +5,7 @@ import { InvalidAgentResponseError, errorHeaders, toA2AError, type A2AError } fr
 import { requestedVersion } from '../service-params.js'
 import { httpCallContext, type CallRunner } from './call.js'
 import { failure, failureObject, parseEnvelope, success, type JsonRpcId } from './rpc.js'
+import { coalesceReplies } from './coalesce.js'
 import { writeSse } from './sse.js'
 
 export const JSONRPC_BINDING = 'JSONRPC'
@@ -14,6 +15,8 @@ export interface JsonRpcDispatcherOptions {
   bodyLimit: number
   /** Arrays and objects nested in a body, checked before it is parsed. */
   maxJsonDepth: number
+  /** Write the answers of one turn of the event loop together (coalesce.ts). */
+  coalesceReplies: boolean
 }
 
 /** Logs what the client is not shown: the cause of an internal error (a request's or the instance's logger). */
@@ -40,6 +43,7 @@ export async function jsonRpcDispatcher (fastify: FastifyInstance, options: Json
   fastify.setErrorHandler((error, request, reply) => {
     return sendError(request, reply, null, toA2AError(error, options.bodyLimit))
   })
+  if (options.coalesceReplies) coalesceReplies(fastify)
 
   fastify.post('/', async (request, reply) => {
     const envelope = parseEnvelope(typeof request.body === 'string' ? request.body : '', options.maxJsonDepth)

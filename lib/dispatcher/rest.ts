@@ -11,6 +11,7 @@ import { merged } from '../copy.js'
 import * as requests from '../schema/requests.js'
 import { requestedVersion } from '../service-params.js'
 import { httpCallContext, methods, type CallRunner, type MethodSpec } from './call.js'
+import { coalesceReplies } from './coalesce.js'
 import { parseJson } from '../json-guard.js'
 import { logInternal } from './jsonrpc.js'
 import { queryDecoder, type Query, type QueryDecoder } from './rest-query.js'
@@ -27,6 +28,8 @@ export interface RestDispatcherOptions {
   bodyLimit: number
   /** Arrays and objects nested in a body, checked before it is parsed. */
   maxJsonDepth: number
+  /** Write the answers of one turn of the event loop together (coalesce.ts). */
+  coalesceReplies: boolean
 }
 
 type HttpMethod = 'GET' | 'POST' | 'DELETE'
@@ -126,6 +129,7 @@ export async function restDispatcher (fastify: FastifyInstance, options: RestDis
   fastify.addContentTypeParser('*', { parseAs: 'string', bodyLimit: options.bodyLimit }, (_request, body, done) => done(null, body))
 
   fastify.setErrorHandler((error, request, reply) => sendError(request, reply, toA2AError(error, options.bodyLimit)))
+  if (options.coalesceReplies) coalesceReplies(fastify)
 
   const call = async (spec: MethodSpec, decode: QueryDecoder | undefined, request: FastifyRequest, reply: FastifyReply) => {
     const path = request.params as Record<string, string>

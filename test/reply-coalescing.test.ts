@@ -1,0 +1,109 @@
+// `coalesceReplies`: the JSON-RPC and HTTP+JSON answers of one turn of the event loop are
+// written in its check phase, after the I/O callbacks that read the requests. Observed on
+// the server: a root preHandler schedules an immediate for every request, and the moment
+// the response head is written is recorded. Coalesced, the write comes after that
+// immediate; not coalesced, the whole call runs in the request's own callback and the
+// write comes first.
+import t, { type Test } from 'tap'
+import Fastify from 'fastify'
+import { a2aWebSocket, type A2APluginOptions } from '../lib/index.js'
+import { endOfTurn } from '../lib/dispatcher/coalesce.js'
+import { conformanceAgent, conformanceCard } from '../examples/agent.js'
+import { post, userMessage, V1 } from './helpers/server.js'
+
+async function orderServer (t: Test, options: Partial<A2APluginOptions> = {}) {
+  const marks: string[] = []
+  const fastify = Fastify()
+  fastify.addHook('onRequest', async (request, reply) => {
+    const writeHead = reply.raw.writeHead.bind(reply.raw) as (...args: unknown[]) => typeof reply.raw
+    reply.raw.writeHead = ((...args: unknown[]) => {
+      marks.push(`write ${request.url}`)
+      return writeHead(...args)
+    }) as typeof reply.raw.writeHead
+  })
+  fastify.addHook('preHandler', async (request) => {
+    setImmediate(() => marks.push(`immediate ${request.url}`))
+  })
+  await fastify.register(a2aWebSocket, { executor: conformanceAgent, card: conformanceCard, ...options })
+  await fastify.listen({ host: '127.0.0.1', port: 0 })
+  t.teardown(() => fastify.close())
+  const address = fastify.server.address()
+  const origin = `http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}`
+  return { origin, marks }
+}
+
+const rpc = (method: string, params: unknown) => ({ jsonrpc: '2.0', id: 1, method, params })
+
+t.test('by default every answer of both HTTP bindings is written after the turn that read its request', async t => {
+  const { origin, marks } = await orderServer(t)
+
+  const sent = await post(origin + '/', rpc('SendMessage', { message: userMessage('hello') }))
+  t.equal(sent.body.result.task.status.state, 'TASK_STATE_COMPLETED')
+  const notFound = await post(origin + '/', rpc('GetTask', { id: 'no-such-task' }))
+  t.equal(notFound.body.error.code, -32001, 'an error answer')
+  const badJson = await post(origin + '/', '{"jsonrpc"')
+  t.equal(badJson.body.error.code, -32700, 'a parse error answered by the route')
+  const rest = await post(origin + '/message:send', { message: userMessage('hello') })
+  t.equal(rest.body.task.status.state, 'TASK_STATE_COMPLETED')
+  const restMissing = await fetch(origin + '/tasks/no-such-task', { headers: V1 })
+  t.equal(restMissing.status, 404, 'an HTTP+JSON error answer')
+
+  t.same(marks, [
+    'immediate /', 'write /',
+    'immediate /', 'write /',
+    'immediate /', 'write /',
+    'immediate /message:send', 'write /message:send',
+    'immediate /tasks/no-such-task', 'write /tasks/no-such-task'
+  ])
+})
+
+t.test('coalesceReplies: false writes each answer within the callback that read its request', async t => {
+  const { origin, marks } = await orderServer(t, { coalesceReplies: false })
+
+  t.equal((await post(origin + '/', rpc('SendMessage', { message: userMessage('hello') }))).body.result.task.status.state, 'TASK_STATE_COMPLETED')
+  t.equal((await post(origin + '/message:send', { message: userMessage('hello') })).body.task.status.state, 'TASK_STATE_COMPLETED')
+  t.equal((await fetch(origin + '/tasks/no-such-task', { headers: V1 })).status, 404)
+
+  t.same(marks, [
+    'write /', 'immediate /',
+    'write /message:send', 'immediate /message:send',
+    'write /tasks/no-such-task', 'immediate /tasks/no-such-task'
+  ])
+})
+
+t.test('an SSE stream, hijacked, does not pass through the hook and arrives whole', async t => {
+  const { origin } = await orderServer(t)
+  const response = await fetch(origin + '/', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...V1 },
+    body: JSON.stringify(rpc('SendStreamingMessage', { message: userMessage('stream 3') }))
+  })
+  t.match(response.headers.get('content-type'), /^text\/event-stream/)
+  const events = (await response.text()).split('\n\n').filter(block => block.startsWith('data: ')).map(block => JSON.parse(block.slice(6)))
+  // The task, working, three chunks and completed.
+  t.equal(events.length, 6)
+  t.equal(events.at(-1).result.statusUpdate.status.state, 'TASK_STATE_COMPLETED')
+})
+
+t.test('the answers of one turn share one wait, in its check phase; the next turn gets its own', async t => {
+  const order: string[] = []
+  setImmediate(() => order.push('queued before'))
+  const first = endOfTurn()
+  t.equal(endOfTurn(), first, 'one promise in a turn')
+  setImmediate(() => order.push('queued after'))
+  await first
+  order.push('end of turn')
+  await new Promise(resolve => setImmediate(resolve))
+  t.same(order, ['queued before', 'end of turn', 'queued after'], 'settles in the check phase, in its place among the immediates')
+  const next = endOfTurn()
+  t.not(next, first, 'a new turn, a new promise')
+  await next
+})
+
+t.test('coalesceReplies must be a boolean', async t => {
+  const fastify = Fastify()
+  await t.rejects(async () => {
+    await fastify.register(a2aWebSocket, { executor: conformanceAgent, card: conformanceCard, coalesceReplies: 'yes' as unknown as boolean })
+    await fastify.ready()
+  }, { code: 'A2A_ERR_INVALID_OPTION', message: 'Invalid option coalesceReplies: must be a boolean' })
+})
