@@ -21,6 +21,9 @@ const FULL: Plan = {
   pipelineMs: 5000,
   inFlight: 64,
   streamChunks: [10_000, 20_000],
+  // A 10k stream takes 60–140 ms here: one pair's ratio moves by a third with the machine.
+  streamWarmups: 3,
+  streamRepetitions: 7,
   // Its appends cost time in proportion to the artifact (quadratic overall): 20,000 would take minutes.
   peerStreamChunks: [1_000, 2_000],
   idleCounts: [1_000, 10_000],
@@ -36,6 +39,8 @@ const QUICK: Plan = {
   warmupSeconds: 1,
   pipelineMs: 2000,
   peerStreamChunks: [500, 1_000],
+  streamWarmups: 1,
+  streamRepetitions: 1,
   // Opening connections takes most of the quick budget: 5,000 of ours, none of the ceiling's.
   idleCounts: [1_000, 5_000],
   idleCeiling: false,
@@ -83,7 +88,7 @@ const loadAfter = os.loadavg()
 
 const rows = [...buildRows(figures, failures, { ours: plan.streamChunks, peer: plan.peerStreamChunks }, plan.idleCounts), ...ownRows]
 const loads = (values: number[]) => values.map(value => value.toFixed(2)).join(' ')
-console.log(`\n${plan.mode} run, ${startedAt.toISOString()}, ${plan.repetitions === 1 ? '1 repetition (quick: not a median)' : `median of ${plan.repetitions} repetitions`}, ` +
+console.log(`\n${plan.mode} run, ${startedAt.toISOString()}, ${plan.repetitions === 1 ? '1 repetition (quick: not a median)' : `median of ${plan.repetitions} repetitions (P3 on this project: ${plan.streamRepetitions}, after ${plan.streamWarmups} warm-up streams)`}, ` +
   `${((Date.now() - began) / 1000).toFixed(0)} s; load average ${loads(loadBefore)} before, ${loads(loadAfter)} after; ` +
   `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'CPU'}, Node ${process.version}\n`)
 console.log(renderTable(rows))

@@ -22,6 +22,9 @@ export interface Plan {
   inFlight: number
   /** The two stream lengths on our bindings, and on the peer's (whose cost is quadratic). */
   streamChunks: readonly [number, number]
+  /** P3 on our bindings: streams of the smaller length run before measuring, and measured pairs (the peer: 1 and `repetitions`). */
+  streamWarmups: number
+  streamRepetitions: number
   peerStreamChunks: readonly [number, number]
   /** Idle connections held: the smaller count, then the larger. */
   idleCounts: readonly [number, number]
@@ -159,10 +162,12 @@ export async function streaming (plan: Plan): Promise<StreamResults> {
       if (!ended || !counted) throw new Error(`P3 SSE ${origin} ${chunks}: ${result.events} events, last ${JSON.stringify(result.last).slice(0, 300)}`)
       return result.ms
     }
+    const own = { warmups: plan.streamWarmups, repetitions: plan.streamRepetitions }
     const bindings = [
-      { name: 'p3.ws', server: servers['fastify-a2a'], chunks: plan.streamChunks, run: (chunks: number) => overWebSocket(chunks) },
-      { name: 'p3.sse', server: servers['fastify-a2a'], chunks: plan.streamChunks, run: (chunks: number) => overSse(ours + '/', chunks, true) },
-      { name: 'p3.peer', server: servers['a2a-js'], chunks: plan.peerStreamChunks, run: (chunks: number) => overSse(servers['a2a-js'].origin + PEER_JSONRPC_PATH, chunks, false) }
+      { name: 'p3.ws', server: servers['fastify-a2a'], chunks: plan.streamChunks, ...own, run: (chunks: number) => overWebSocket(chunks) },
+      { name: 'p3.sse', server: servers['fastify-a2a'], chunks: plan.streamChunks, ...own, run: (chunks: number) => overSse(ours + '/', chunks, true) },
+      // Reported only, and seconds a stream: fewer runs.
+      { name: 'p3.peer', server: servers['a2a-js'], chunks: plan.peerStreamChunks, warmups: 1, repetitions: plan.repetitions, run: (chunks: number) => overSse(servers['a2a-js'].origin + PEER_JSONRPC_PATH, chunks, false) }
     ] as const
     const failures: Record<string, string> = {}
     // A stream that fails (STREAM_LAGGED, say) is a result to report, not a reason to stop the bench.
@@ -175,11 +180,15 @@ export async function streaming (plan: Plan): Promise<StreamResults> {
         return undefined
       }
     }
-    // Warm-up: one stream of the smaller length each (a tenth of it left the first measured stream cold).
-    for (const binding of bindings) await attempt(binding, binding.chunks[0])
+    // Warm-up: streams of the smaller length. One left this project's first measured 10k stream
+    // still compiling (130–140 ms on three full runs, against 60–95 ms once warm).
+    for (const binding of bindings) {
+      for (let i = 0; i < binding.warmups; i++) await attempt(binding, binding.chunks[0])
+    }
     const samples = new Samples<StreamFigureName>()
-    for (let rep = 0; rep < plan.repetitions; rep++) {
+    for (let rep = 0; rep < Math.max(...bindings.map(binding => binding.repetitions)); rep++) {
       for (const binding of bindings) {
+        if (rep >= binding.repetitions) continue
         const [small, large] = binding.chunks
         const smallMs = await attempt(binding, small)
         const cpuBefore = await binding.server.cpu()
