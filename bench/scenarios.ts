@@ -186,7 +186,8 @@ export async function streaming (plan: Plan): Promise<StreamResults> {
       for (let i = 0; i < binding.warmups; i++) await attempt(binding, binding.chunks[0])
     }
     const samples = new Samples<StreamFigureName>()
-    for (let rep = 0; rep < Math.max(...bindings.map(binding => binding.repetitions)); rep++) {
+    const repetitions = Math.max(...bindings.map(binding => binding.repetitions))
+    for (let rep = 0; rep < repetitions; rep++) {
       for (const binding of bindings) {
         if (rep >= binding.repetitions) continue
         const [small, large] = binding.chunks

@@ -65,6 +65,16 @@ export function httpCallContext (binding: string, method: string, request: Fasti
   return { binding, method, serviceParams, tenant, extensions: requestedExtensions(serviceParams) }
 }
 
+/** The options of the two HTTP bindings' dispatchers (JSON-RPC and HTTP+JSON). */
+export interface HttpDispatcherOptions {
+  runner: CallRunner
+  bodyLimit: number
+  /** Arrays and objects nested in a body, checked before it is parsed. */
+  maxJsonDepth: number
+  /** Write the answers of one turn of the event loop together (coalesce.ts). */
+  coalesceReplies: boolean
+}
+
 export interface CallRunnerOptions {
   handler: RequestHandler
   capabilities: AgentCapabilities

@@ -3,21 +3,12 @@
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { InvalidAgentResponseError, errorHeaders, toA2AError, type A2AError } from '../errors/index.js'
 import { requestedVersion } from '../service-params.js'
-import { httpCallContext, type CallRunner } from './call.js'
+import { httpCallContext, type HttpDispatcherOptions } from './call.js'
 import { failure, failureObject, parseEnvelope, success, type JsonRpcId } from './rpc.js'
 import { coalesceReplies } from './coalesce.js'
 import { writeSse } from './sse.js'
 
 export const JSONRPC_BINDING = 'JSONRPC'
-
-export interface JsonRpcDispatcherOptions {
-  runner: CallRunner
-  bodyLimit: number
-  /** Arrays and objects nested in a body, checked before it is parsed. */
-  maxJsonDepth: number
-  /** Write the answers of one turn of the event loop together (coalesce.ts). */
-  coalesceReplies: boolean
-}
 
 /** Logs what the client is not shown: the cause of an internal error (a request's or the instance's logger). */
 export function logInternal (source: { log: FastifyBaseLogger }, error: A2AError): void {
@@ -33,7 +24,7 @@ function sendError (request: FastifyRequest, reply: FastifyReply, id: JsonRpcId,
   return reply.code(status).headers(errorHeaders(error)).type('application/json').send(failure(id, error))
 }
 
-export async function jsonRpcDispatcher (fastify: FastifyInstance, options: JsonRpcDispatcherOptions): Promise<void> {
+export async function jsonRpcDispatcher (fastify: FastifyInstance, options: HttpDispatcherOptions): Promise<void> {
   const { runner } = options
 
   // The body is parsed once, here, so that bad JSON is a JSON-RPC error and not Fastify's.

@@ -10,7 +10,7 @@ import {
 import { merged } from '../copy.js'
 import * as requests from '../schema/requests.js'
 import { requestedVersion } from '../service-params.js'
-import { httpCallContext, methods, type CallRunner, type MethodSpec } from './call.js'
+import { httpCallContext, methods, type HttpDispatcherOptions, type MethodSpec } from './call.js'
 import { coalesceReplies } from './coalesce.js'
 import { parseJson } from '../json-guard.js'
 import { logInternal } from './jsonrpc.js'
@@ -22,15 +22,6 @@ export const REST_BINDING = 'HTTP+JSON'
 /** The binding's media type (v1.0.1); v1.0.0 used application/json, which is accepted too. */
 const A2A_JSON = 'application/a2a+json'
 const PLAIN_JSON = 'application/json'
-
-export interface RestDispatcherOptions {
-  runner: CallRunner
-  bodyLimit: number
-  /** Arrays and objects nested in a body, checked before it is parsed. */
-  maxJsonDepth: number
-  /** Write the answers of one turn of the event loop together (coalesce.ts). */
-  coalesceReplies: boolean
-}
 
 type HttpMethod = 'GET' | 'POST' | 'DELETE'
 
@@ -120,7 +111,7 @@ function sendError (request: FastifyRequest, reply: FastifyReply, error: A2AErro
   return reply.code(error.row.httpStatus).headers(errorHeaders(error)).type(responseType(request.headers.accept)).send(JSON.stringify(toRestError(error)))
 }
 
-export async function restDispatcher (fastify: FastifyInstance, options: RestDispatcherOptions): Promise<void> {
+export async function restDispatcher (fastify: FastifyInstance, options: HttpDispatcherOptions): Promise<void> {
   const { runner } = options
 
   // The body is read as text and parsed by the route, so that an unknown route is a 404
