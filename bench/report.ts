@@ -30,6 +30,16 @@ export function buildRows (figures: Figures, failures: Record<string, string>, c
   const [peerSmall, peerLarge] = chunks.peer
   const [idleSmall, idleLarge] = idleCounts
 
+  /** What the bindings alone reach (servers/handler-stub.ts), against the same ceiling. */
+  const bindingsAlone = (scenario: 'P1' | 'P2', stub: string, ceiling: string) => add([stub, ceiling], () => ({
+    scenario: `${scenario} with the handler stubbed (the bindings alone), vs ceiling`,
+    ours: count(m(stub) as number),
+    peer: '',
+    ceiling: count(m(ceiling) as number),
+    ratio: times((m(stub) as number) / (m(ceiling) as number)),
+    target: 'reported',
+    verdict: '—'
+  }))
   add(['p1.ours.rps', 'p1.peer.rps'], () => {
     const ratio = (m('p1.ours.rps') as number) / (m('p1.peer.rps') as number)
     return { scenario: 'P1 JSON-RPC SendMessage req/s, vs peer', ours: count(m('p1.ours.rps') as number), peer: count(m('p1.peer.rps') as number), ceiling: '', ratio: times(ratio), target: '≥ 5×', verdict: verdict(ratio >= 5) }
@@ -44,10 +54,12 @@ export function buildRows (figures: Figures, failures: Record<string, string>, c
     const ofCeiling = floor / (m('p1.ceiling.rps') as number)
     return { scenario: 'P1 JSON-RPC SendMessage req/s, vs floor (the answer alone)', ours: count(m('p1.ours.rps') as number), peer: '', ceiling: `${count(floor)} (${times(ofCeiling)} ceiling)`, ratio: times(ratio), target: 'reported', verdict: '—' }
   })
+  bindingsAlone('P1', 'p1.stub.rps', 'p1.ceiling.rps')
   add(['p2.ours.rtps', 'p2.ceiling.rtps'], () => {
     const ratio = (m('p2.ours.rtps') as number) / (m('p2.ceiling.rtps') as number)
     return { scenario: 'P2 WebSocket SendMessage round trips/s, 64 in flight', ours: count(m('p2.ours.rtps') as number), peer: '', ceiling: count(m('p2.ceiling.rtps') as number), ratio: times(ratio), target: '≥ 0.5×', verdict: verdict(ratio >= 0.5) }
   })
+  bindingsAlone('P2', 'p2.stub.rtps', 'p2.ceiling.rtps')
   const peerStream = () => m('p3.peer.ratio') === undefined
     ? ''
     : `SSE ${k(peerSmall)} ${seconds(m('p3.peer.small.ms') as number)}, ${k(peerLarge)} ${seconds(m('p3.peer.large.ms') as number)} (${(m('p3.peer.ratio') as number).toFixed(2)})`

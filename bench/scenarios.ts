@@ -43,22 +43,24 @@ const cpuPerCall = (before: CpuReport, after: CpuReport, calls: number) => (afte
 
 // ---- P1 and REST: unary SendMessage over HTTP ---------------------------------------------
 
-type HttpTarget = 'p1.ours' | 'p1.peer' | 'p1.ceiling' | 'p1.floor' | 'rest.ours' | 'rest.peer'
+type HttpTarget = 'p1.ours' | 'p1.peer' | 'p1.ceiling' | 'p1.floor' | 'p1.stub' | 'rest.ours' | 'rest.peer'
 /** Requests per second, p99 latency (ms), and the server's CPU time per request (µs). */
 export type HttpFigureName = `${HttpTarget}.${'rps' | 'p99' | 'cpu'}`
 
 export async function httpUnary (plan: Plan): Promise<Record<HttpFigureName, Figure>> {
-  return await withServers(['fastify-a2a', 'a2a-js', 'bare-fastify'] as const, async (servers) => {
+  return await withServers(['fastify-a2a', 'a2a-js', 'bare-fastify', 'handler-stub'] as const, async (servers) => {
     const rpcBody = rpc(1, 'SendMessage', { message: userMessage('hello') })
     const restBody = JSON.stringify({ message: userMessage('hello') })
     const ours = servers['fastify-a2a']
     const peer = servers['a2a-js']
     const ceiling = servers['bare-fastify']
+    const stub = servers['handler-stub']
     const targets: Array<{ name: HttpTarget, server: BenchServer, url: string, body: string, expect: (text: string) => boolean }> = [
       { name: 'p1.ours', server: ours, url: ours.origin + '/', body: rpcBody, expect: completed },
       { name: 'p1.peer', server: peer, url: peer.origin + PEER_JSONRPC_PATH, body: rpcBody, expect: completed },
       { name: 'p1.ceiling', server: ceiling, url: ceiling.origin + '/', body: rpcBody, expect: (text: string) => text.includes('"ok":true') },
       { name: 'p1.floor', server: ceiling, url: ceiling.origin + FLOOR_PATH, body: rpcBody, expect: completed },
+      { name: 'p1.stub', server: stub, url: stub.origin + '/', body: rpcBody, expect: completed },
       { name: 'rest.ours', server: ours, url: ours.origin + '/message:send', body: restBody, expect: completed },
       { name: 'rest.peer', server: peer, url: peer.origin + PEER_REST_PATH + '/message:send', body: restBody, expect: completed }
     ]
@@ -87,26 +89,23 @@ export async function httpUnary (plan: Plan): Promise<Record<HttpFigureName, Fig
 // ---- P2: unary SendMessage over one WebSocket, many in flight -------------------------------
 
 /** Round trips per second, and the server's CPU time per round trip (µs). */
-export type PipelineFigureName = `${'p2.ours' | 'p2.ceiling'}.${'rtps' | 'cpu'}`
+export type PipelineFigureName = `${'p2.ours' | 'p2.ceiling' | 'p2.stub'}.${'rtps' | 'cpu'}`
 
 export async function webSocketUnary (plan: Plan): Promise<Record<PipelineFigureName, Figure>> {
-  return await withServers(['fastify-a2a', 'bare-ws'] as const, async (servers) => {
+  return await withServers(['fastify-a2a', 'bare-ws', 'handler-stub'] as const, async (servers) => {
     const params = JSON.stringify({ message: userMessage('hello') })
-    // The same frame to both: the echo server sends it back, ours answers it.
+    // The same frame to all: the echo server sends it back, ours answers it.
     const frame = (id: number) => `{"jsonrpc":"2.0","id":${id},"method":"SendMessage","params":${params}}`
+    const completedTask = (reply: any) => { if (reply.result?.task?.status?.state !== 'TASK_STATE_COMPLETED') throw new Error(`P2: ${JSON.stringify(reply).slice(0, 300)}`) }
     const targets = [
-      {
-        name: 'p2.ours',
-        server: servers['fastify-a2a'],
-        url: wsUrl(servers['fastify-a2a'].origin),
-        check: (reply: any) => { if (reply.result?.task?.status?.state !== 'TASK_STATE_COMPLETED') throw new Error(`P2: ${JSON.stringify(reply).slice(0, 300)}`) }
-      },
+      { name: 'p2.ours', server: servers['fastify-a2a'], url: wsUrl(servers['fastify-a2a'].origin), check: completedTask },
       {
         name: 'p2.ceiling',
         server: servers['bare-ws'],
         url: servers['bare-ws'].origin.replace(/^http/, 'ws'),
         check: (reply: any) => { if (reply.method !== 'SendMessage') throw new Error(`P2 echo: ${JSON.stringify(reply).slice(0, 300)}`) }
-      }
+      },
+      { name: 'p2.stub', server: servers['handler-stub'], url: wsUrl(servers['handler-stub'].origin), check: completedTask }
     ] as const
     const load = (target: typeof targets[number], durationMs: number) =>
       measurePipeline({ url: target.url, frame, check: target.check, inFlight: plan.inFlight, durationMs, maxCalls: 2_000_000 })

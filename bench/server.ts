@@ -6,6 +6,7 @@ import type { ServerKind, ServerMessage, ParentMessage } from './harness/protoco
 
 const starters: Record<ServerKind, () => Promise<{ start (): Promise<StartedServer> }>> = {
   'fastify-a2a': () => import('./servers/fastify-a2a.js'),
+  'handler-stub': () => import('./servers/handler-stub.js'),
   'a2a-js': () => import('./servers/a2a-js.js'),
   'bare-fastify': () => import('./servers/bare-fastify.js'),
   'bare-ws': () => import('./servers/bare-ws.js')

@@ -1,5 +1,5 @@
 // The IPC messages between the orchestrator and a bench server process.
-export type ServerKind = 'fastify-a2a' | 'a2a-js' | 'bare-fastify' | 'bare-ws'
+export type ServerKind = 'fastify-a2a' | 'handler-stub' | 'a2a-js' | 'bare-fastify' | 'bare-ws'
 
 export interface MemoryReport {
   heapUsed: number
