@@ -10,7 +10,7 @@ import {
   AgentEvent, DefaultRequestHandler, InMemoryTaskStore, type AgentExecutor, type ExecutionEventBus, type RequestContext
 } from '@a2a-js/sdk/server'
 import { UserBuilder, jsonRpcHandler, restHandler } from '@a2a-js/sdk/server/express'
-import { PEER_JSONRPC_PATH, PEER_REST_PATH, type StartedServer } from './common.js'
+import { PEER_JSONRPC_PATH, PEER_REST_PATH, startedOn, type StartedServer } from './common.js'
 
 const textPart = (text: string): Part => ({ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: '' })
 const artifact = (artifactId: string, text: string): Artifact => ({
@@ -49,8 +49,7 @@ export async function start (): Promise<StartedServer> {
   const app = express()
   const server = app.listen(0, '127.0.0.1')
   await once(server, 'listening')
-  const address = server.address()
-  const port = typeof address === 'object' && address !== null ? address.port : 0
+  const { port } = startedOn(server)
   const base = `http://127.0.0.1:${port}`
   const card: AgentCard = {
     name: 'a2a-js bench echo agent',

@@ -6,7 +6,7 @@
 // once. It is the cost of the answer alone, without validation, a task lifecycle, a
 // store or an executor.
 import Fastify from 'fastify'
-import { FLOOR_PATH, type StartedServer } from './common.js'
+import { FLOOR_PATH, startedOn, type StartedServer } from './common.js'
 
 interface RpcBody {
   id: number
@@ -35,6 +35,5 @@ export async function start (): Promise<StartedServer> {
     return await reply.type('application/json').send(JSON.stringify({ jsonrpc: '2.0', id, result: { task } }))
   })
   await fastify.listen({ host: '127.0.0.1', port: 0 })
-  const address = fastify.server.address()
-  return { port: typeof address === 'object' && address !== null ? address.port : 0 }
+  return startedOn(fastify.server)
 }

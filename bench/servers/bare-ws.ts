@@ -1,7 +1,7 @@
 // The WebSocket ceiling: a bare `ws` server that sends every text frame straight back.
 import { once } from 'node:events'
 import { WebSocketServer } from 'ws'
-import type { StartedServer } from './common.js'
+import { startedOn, type StartedServer } from './common.js'
 
 export async function start (): Promise<StartedServer> {
   const server = new WebSocketServer({ host: '127.0.0.1', port: 0 })
@@ -9,6 +9,5 @@ export async function start (): Promise<StartedServer> {
     socket.on('message', (data, isBinary) => socket.send(data, { binary: isBinary }))
   })
   await once(server, 'listening')
-  const address = server.address()
-  return { port: typeof address === 'object' && address !== null ? address.port : 0 }
+  return startedOn(server)
 }

@@ -3,7 +3,7 @@
 import Fastify, { type FastifyInstance } from 'fastify'
 import { a2aWebSocket } from '../../lib/index.js'
 import { conformanceAgent, conformanceCard } from '../../examples/agent.js'
-import type { StartedServer } from './common.js'
+import { startedOn, type StartedServer } from './common.js'
 
 /** The server, ready and not yet listening. */
 export async function app (): Promise<FastifyInstance> {
@@ -15,8 +15,7 @@ export async function app (): Promise<FastifyInstance> {
 
 export async function listen (fastify: FastifyInstance): Promise<StartedServer> {
   await fastify.listen({ host: '127.0.0.1', port: 0 })
-  const address = fastify.server.address()
-  return { port: typeof address === 'object' && address !== null ? address.port : 0 }
+  return startedOn(fastify.server)
 }
 
 export async function start (): Promise<StartedServer> {
