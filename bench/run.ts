@@ -6,6 +6,7 @@ import { mkdir, writeFile } from 'node:fs/promises'
 import os from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { clusterFanOut } from './cluster.js'
+import { handlerAllocation } from './handler-alloc.js'
 import { buildRows, renderTable, type Row } from './report.js'
 import { httpUnary, idleConnections, streaming, webSocketUnary, type Plan } from './scenarios.js'
 import type { Figure } from './harness/stats.js'
@@ -61,6 +62,7 @@ const scenarios: Array<{ keys: string[], title: string, run: (plan: Plan) => Pro
   { keys: ['p2'], title: 'P2: unary SendMessage over WebSocket', run: figuresOnly(webSocketUnary) },
   { keys: ['p3'], title: 'P3: streams of appended chunks', run: streaming },
   { keys: ['p4'], title: 'P4: idle WebSocket connections', run: figuresOnly(idleConnections) },
+  { keys: ['alloc'], title: 'Handler: allocation per SendMessage', run: handlerAllocation },
   { keys: ['cluster'], title: 'Cluster: a stream fanned out across instances (PostgreSQL, Redis)', run: clusterFanOut }
 ]
 

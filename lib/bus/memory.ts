@@ -2,7 +2,13 @@ import type { StreamResponse } from '../schema/wire.js'
 import type { BusCommand, BusListener, CommandHandler, EventBus } from './types.js'
 
 export class MemoryEventBus implements EventBus {
-  readonly #topics = new Map<string, Set<BusListener>>()
+  /**
+   * Each topic's listeners, copied on every change: a publish goes on over the array it
+   * started with whatever its listeners subscribe or unsubscribe meanwhile. An array, not a
+   * Set: a topic mostly has one listener, for one turn, and a Set's table would be made and
+   * dropped with it.
+   */
+  readonly #topics = new Map<string, BusListener[]>()
   /** Instances of this process (apps sharing the bus) and their command handlers. */
   readonly #instances = new Map<string, CommandHandler>()
   #count = 0
@@ -10,28 +16,31 @@ export class MemoryEventBus implements EventBus {
   publish (topic: string, event: StreamResponse, version?: number): void {
     const listeners = this.#topics.get(topic)
     if (listeners === undefined) return
-    for (const listener of listeners) listener(event, version)
+    for (let index = 0; index < listeners.length; index++) (listeners[index] as BusListener)(event, version)
   }
 
   subscribe (topic: string, listener: BusListener): () => void {
-    let listeners = this.#topics.get(topic)
-    if (listeners === undefined) this.#topics.set(topic, listeners = new Set())
-    // Wrapped so the same function can subscribe twice and be removed once per call.
-    const entry: BusListener = (event, version) => listener(event, version)
-    listeners.add(entry)
+    const listeners = this.#topics.get(topic)
+    this.#topics.set(topic, listeners === undefined ? [listener] : [...listeners, listener])
     this.#count++
     let subscribed = true
+    // The same function may subscribe twice: each call removes one of its places.
     return () => {
       if (!subscribed) return
       subscribed = false
       this.#count--
-      listeners.delete(entry)
-      if (listeners.size === 0) this.#topics.delete(topic)
+      const current = this.#topics.get(topic) as BusListener[]
+      if (current.length === 1) {
+        this.#topics.delete(topic)
+        return
+      }
+      const index = current.indexOf(listener)
+      this.#topics.set(topic, [...current.slice(0, index), ...current.slice(index + 1)])
     }
   }
 
   listenerCount (topic?: string): number {
-    return topic === undefined ? this.#count : (this.#topics.get(topic)?.size ?? 0)
+    return topic === undefined ? this.#count : (this.#topics.get(topic)?.length ?? 0)
   }
 
   command (instance: string, command: BusCommand): void {

@@ -6,7 +6,7 @@ import {
   type A2AError, ContentTypeNotSupportedError, ExtendedAgentCardNotConfiguredError, InvalidAgentResponseError, isA2AError, PushNotificationNotSupportedError,
   TaskNotCancelableError, TaskNotFoundError, UnavailableError, UnsupportedOperationError, invalidParams
 } from '../errors/index.js'
-import type { EventBus } from '../bus/types.js'
+import type { BusListener, EventBus } from '../bus/types.js'
 import { ORPHAN_MESSAGE, type OrphanPolicy, type TaskKey } from '../cluster/types.js'
 import type { ClusterMember } from '../cluster/member.js'
 import type {
@@ -25,6 +25,7 @@ import type { ImmediateTaskStore, PushConfigStore, Scope, StoredPushConfig, Task
 import { EventQueue } from './event-queue.js'
 import { awaiting, isPromise, runSteps, type MaybePromise, type Steps } from './steps.js'
 import { LazyAbortController } from './lazy-abort.js'
+import { DeadlineQueue } from './deadlines.js'
 import { Wakeup } from './wakeup.js'
 import type {
   AgentExecutor, AgentMessageInput, ArtifactInput, ArtifactOptions, CallContext, ExecutionContext, ExecutionEvents
@@ -117,7 +118,8 @@ interface TaskRun {
   waiting: QueuedChange[]
   /** Goes on with the queue once a change that waited for its store has settled. */
   next: () => void
-  executions: Set<Execution>
+  /** Mostly one: an array, not a Set (a Set's table for one entry, made and dropped every turn). */
+  executions: Execution[]
 }
 
 interface QueuedChange {
@@ -140,14 +142,20 @@ interface Execution {
   context?: TurnContext
   /** Cluster: this instance was taken for dead and another ends the task; nothing more is written. */
   lost: boolean
+  /** Called once it is over and its task is left terminal or interrupted; with the error that fails the turn, if any. */
+  ended: TurnEnded
 }
+
+/** A turn is over: `error` fails the call that started it (undefined when it ended well). */
+type TurnEnded = (error?: unknown) => void
+
+const noop = () => {}
 
 interface Turn {
   resentTo?: undefined
   taskId: string
   scope: Scope
   run: TaskRun
-  done: Promise<void>
   unsubscribe: () => void
 }
 
@@ -173,6 +181,16 @@ function taskNotFound (id: string): A2AError {
 /** The bus topic of a task: one per tenant and task id. */
 function topicOf (tenant: string, taskId: string): string {
   return `${tenant}\u0000${taskId}`
+}
+
+function dropExecution (run: TaskRun, execution: Execution): void {
+  const index = run.executions.indexOf(execution)
+  if (index !== -1) run.executions.splice(index, 1)
+}
+
+/** A string that is set and not empty: an optional id the client may also send as ''. */
+function hasText (value: string | undefined): value is string {
+  return value !== undefined && value !== ''
 }
 
 function keyOf (run: TaskRun): TaskKey {
@@ -324,11 +342,13 @@ class TurnEvents implements ExecutionEvents {
 export class RequestHandler {
   readonly #options: RequestHandlerOptions
   readonly #executorTimeout: number
+  /** The running executions, each dropped once it returns; those still held at `executorTimeout` time out. */
+  readonly #deadlines: DeadlineQueue<Execution>
   /** The task store's immediate operations, when it has them (see #enqueue). */
   readonly #immediate: ImmediateTaskStore | undefined
   readonly #runs = new Map<string, TaskRun>()
   /**
-   * The streams reading each task's events, by topic (see #enqueueEvent). By topic, not on
+   * The streams reading each task's events, by topic (see #statusEvent). By topic, not on
    * the run: a subscription outlives the run it started in, and paces every later turn.
    */
   readonly #followers = new Map<string, Set<EventQueue<StreamResponse>>>()
@@ -337,14 +357,15 @@ export class RequestHandler {
   #ignoredEvents = 0
   /** Where every execution's events go (TurnEvents): made once. */
   readonly #sink: EventSink = {
-    status: (execution, state, message) => this.#enqueueEvent(execution.run, 'status', this.#statusEvent(execution, state, message)),
-    artifact: (execution, artifact, options) => this.#enqueueEvent(execution.run, 'artifact', this.#artifactEvent(execution, artifact, options)),
-    message: (execution, input) => this.#enqueueEvent(execution.run, 'message', this.#messageEvent(execution, input))
+    status: (execution, state, message) => this.#enqueue(execution.run, this.#statusEvent(execution, state, message)),
+    artifact: (execution, artifact, options) => this.#enqueue(execution.run, this.#artifactEvent(execution, artifact, options)),
+    message: (execution, input) => this.#enqueue(execution.run, this.#messageEvent(execution, input))
   }
 
   constructor (options: RequestHandlerOptions) {
     this.#options = options
     this.#executorTimeout = options.executorTimeout ?? DEFAULT_EXECUTOR_TIMEOUT
+    this.#deadlines = new DeadlineQueue(this.#executorTimeout, execution => this.#timedOut(execution))
     this.#immediate = options.taskStore.immediate
   }
 
@@ -370,7 +391,7 @@ export class RequestHandler {
   /** Executions (executor calls) in progress. */
   get runningExecutions (): number {
     let count = 0
-    for (const run of this.#runs.values()) count += run.executions.size
+    for (const run of this.#runs.values()) count += run.executions.length
     return count
   }
 
@@ -415,9 +436,9 @@ export class RequestHandler {
     const abandoned: Promise<void>[] = []
     let count = 0
     for (const run of this.#runs.values()) {
-      if (run.executions.size === 0) continue
-      count += run.executions.size
-      run.executions.clear()
+      if (run.executions.length === 0) continue
+      count += run.executions.length
+      run.executions.length = 0
       abandoned.push(this.#enqueue(run, this.#endTask(run, 'TASK_STATE_CANCELED', 'the server shut down before the agent finished')).catch((error: unknown) => this.#options.logger.error({ err: error, taskId: run.taskId }, 'could not cancel an abandoned task')))
     }
     await Promise.all(abandoned)
@@ -476,7 +497,7 @@ export class RequestHandler {
         execution.controller.abort()
         count++
       }
-      run.executions.clear()
+      run.executions.length = 0
     }
     return count
   }
@@ -492,11 +513,10 @@ export class RequestHandler {
       if (event.message !== undefined && event.message.taskId === undefined) settle({ message: event.message })
       else if (event.task !== undefined && returnImmediately) settle({ task: projectTask(event.task, historyLength) })
       else if (endsTurn(event)) settle(undefined)
-    })
+    }, (error) => { if (error === undefined) settle(undefined); else fail(error) })
     const turn = isPromise(started) ? await started : started
     if (turn.resentTo !== undefined) return await this.#answerResend(turn, turn.scope, returnImmediately, historyLength)
     try {
-      turn.done.then(() => settle(undefined), fail)
       const response = await outcome
       if (response !== undefined) return response
       const read = this.#readTask(turn.taskId, turn.scope)
@@ -512,10 +532,11 @@ export class RequestHandler {
     const queue = this.#openStream()
     let turn: TurnStart
     try {
+      // Once the execution is over every event of the turn has been pushed.
       const started = this.#startTurn(params, context, (event) => {
         queue.push(event)
         if (endsTurn(event)) queue.end()
-      })
+      }, (error) => { if (error === undefined) queue.end(); else queue.fail(error) })
       turn = isPromise(started) ? await started : started
     } catch (error) {
       // The stream was never handed out: it closes here.
@@ -525,8 +546,6 @@ export class RequestHandler {
     if (turn.resentTo !== undefined) return await this.#followResend(turn, turn.scope, queue)
     this.#follow(turn.run, queue)
     queue.onClose(turn.unsubscribe)
-    // Once the execution is done every event of the turn has been pushed.
-    turn.done.then(() => queue.end(), (error: unknown) => queue.fail(error))
     return queue
   }
 
@@ -572,7 +591,7 @@ export class RequestHandler {
   /** CancelTask on this instance: its executions are aborted, the `cancel` hook runs, the task ends CANCELED. */
   async #cancelHere (task: Task, scope: Scope, context: CallContext): Promise<Task> {
     const { executor } = this.#options
-    const executions = [...(this.#runFor(scope, task).executions)]
+    const executions = this.#runFor(scope, task).executions.slice()
     for (const execution of executions) execution.controller.abort()
     if (executor.cancel !== undefined) {
       const execution = executions[0] ?? this.#newExecution(this.#runFor(scope, task), lastUserMessage(task))
@@ -686,30 +705,36 @@ export class RequestHandler {
 
   /**
    * Checks the message against its task, subscribes `listener` to the task's events and
-   * starts the executor. The listener's first event is the task (or the direct reply).
+   * starts the executor. The listener's first event is the task (or the direct reply);
+   * `ended` is called once the execution is over.
    */
-  #startTurn (params: SendMessageRequest, context: CallContext, listener: (event: StreamResponse) => void): MaybePromise<TurnStart> {
-    return runSteps(this.#turnStart(params, context, listener))
-  }
-
-  /** Steps, so that a new task's turn on the memory store starts without a promise (lib/handler/steps.ts). */
-  * #turnStart (params: SendMessageRequest, context: CallContext, listener: (event: StreamResponse) => void): Steps<TurnStart> {
+  #startTurn (params: SendMessageRequest, context: CallContext, listener: BusListener, ended: TurnEnded): MaybePromise<TurnStart> {
     const { message } = params
     this.#checkMediaTypes(message)
-    const scope = this.#scope(context)
     const inlinePush = params.configuration?.taskPushNotificationConfig
     if (inlinePush !== undefined) this.#requirePush()
+    // A new task on one instance, with no push config to check first: nothing to wait for, no steps.
+    if (!hasText(message.taskId) && inlinePush === undefined && this.#options.cluster === undefined) {
+      return this.#newTaskTurn(params, context, listener, ended, newId())
+    }
+    return runSteps(this.#turnStart(params, context, listener, ended))
+  }
+
+  /** Steps, so that a turn on the memory store starts without a promise (lib/handler/steps.ts). */
+  * #turnStart (params: SendMessageRequest, context: CallContext, listener: BusListener, ended: TurnEnded): Steps<TurnStart> {
+    const { message } = params
+    const scope = this.#scope(context)
     let existing: Task | undefined
-    if (message.taskId !== undefined && message.taskId !== '') existing = yield this.#loadTask(message.taskId, context)
+    if (hasText(message.taskId)) existing = yield this.#loadTask(message.taskId, context)
     const taskId = existing?.id ?? newId()
     const { cluster } = this.#options
-    if (cluster === undefined) return yield * this.#beginTurn(params, context, listener, existing, taskId)
+    if (cluster === undefined) return yield * this.#beginTurn(params, context, listener, ended, existing, taskId)
     const key = { tenant: scope.tenant, taskId }
     // Before the checks of the task: a resend of a message that ended its task gets that task.
     const resend: Resend | undefined = yield this.#claimTurn(cluster, key, message.messageId)
     if (resend !== undefined) return { ...resend, scope }
     try {
-      return yield * this.#beginTurn(params, context, listener, existing, taskId)
+      return yield * this.#beginTurn(params, context, listener, ended, existing, taskId)
     } catch (error) {
       cluster.drop(key)
       yield cluster.forgetMessage(key, message.messageId)
@@ -718,55 +743,73 @@ export class RequestHandler {
   }
 
   * #beginTurn (
-    params: SendMessageRequest, context: CallContext, listener: (event: StreamResponse) => void, existing: Task | undefined, taskId: string
+    params: SendMessageRequest, context: CallContext, listener: BusListener, ended: TurnEnded, existing: Task | undefined, taskId: string
   ): Steps<Turn> {
     const { message } = params
-    const scope = this.#scope(context)
     const inlinePush = params.configuration?.taskPushNotificationConfig
     if (existing !== undefined) {
       this.#refuseTerminal(existing, 'send a message to')
-      if (message.contextId !== undefined && message.contextId !== '' && message.contextId !== existing.contextId) {
+      if (hasText(message.contextId) && message.contextId !== existing.contextId) {
         throw invalidParams([{ field: 'message.contextId', description: `does not match the context of task ${existing.id}` }])
       }
     }
-    const contextId = existing?.contextId ?? (message.contextId !== undefined && message.contextId !== '' ? message.contextId : newId())
-    const userMessage = withTask(message, taskId, contextId)
     const inlineConfig = inlinePush === undefined ? undefined : this.#pushConfig(inlinePush, taskId)
     if (inlineConfig !== undefined) yield this.#options.checkPushConfig?.(inlineConfig)
-    const run = this.#runFor(scope, existing ?? { id: taskId, contextId })
-    const execution = this.#newExecution(run, userMessage)
-    if (inlineConfig !== undefined) execution.pushConfig = inlineConfig
-    // Registered before anything awaits, so the run is not dropped and a cancel finds it.
-    run.executions.add(execution)
+    if (existing === undefined) return this.#newTaskTurn(params, context, listener, ended, taskId, inlineConfig)
 
-    let unsubscribe: () => void = () => {}
+    const scope = this.#scope(context)
+    const execution = this.#turnExecution(scope, existing, message, ended, inlineConfig)
+    const { run, userMessage } = execution
+    let unsubscribe = noop
     let taskAtStart: Task | undefined
-    if (existing === undefined) {
-      unsubscribe = this.#options.bus.subscribe(run.topic, listener)
-    } else {
-      try {
-        yield this.#enqueue(run, awaiting(async () => {
-          const task = await this.#loadTask(taskId, context)
-          this.#refuseTerminal(task, 'send a message to')
-          await this.#options.taskStore.update(taskId, { kind: 'history', message: userMessage }, scope)
-          if (execution.pushConfig !== undefined) await this.#storeConfig(execution.pushConfig, scope)
-          taskAtStart = projectTask(task)
-          listener({ task: taskAtStart })
-          unsubscribe = this.#options.bus.subscribe(run.topic, listener)
-        }))
-      } catch (error) {
-        run.executions.delete(execution)
-        throw error
-      }
+    try {
+      yield this.#enqueue(run, awaiting(async () => {
+        const task = await this.#loadTask(taskId, context)
+        this.#refuseTerminal(task, 'send a message to')
+        await this.#options.taskStore.update(taskId, { kind: 'history', message: userMessage }, scope)
+        if (execution.pushConfig !== undefined) await this.#storeConfig(execution.pushConfig, scope)
+        taskAtStart = projectTask(task)
+        listener({ task: taskAtStart })
+        unsubscribe = this.#options.bus.subscribe(run.topic, listener)
+      }))
+    } catch (error) {
+      dropExecution(run, execution)
+      throw error
     }
-    const executionContext = execution.context = this.#executionContext(execution, taskAtStart, context, params)
-    const done = this.#execute(execution, executionContext)
-    done.catch(() => {})
-    return { taskId, scope, run, done, unsubscribe: () => unsubscribe() }
+    return this.#launch(execution, taskAtStart, context, params, unsubscribe)
   }
 
-  #newExecution (run: TaskRun, userMessage: Message): Execution {
-    return { run, controller: new LazyAbortController(), userMessage, replied: false, timedOut: false, lost: false }
+  /** The turn that creates task `taskId`: its events go to `listener` from the first, the task itself. */
+  #newTaskTurn (
+    params: SendMessageRequest, context: CallContext, listener: BusListener, ended: TurnEnded, taskId: string, inlineConfig?: StoredPushConfig
+  ): Turn {
+    const { contextId } = params.message
+    const task = { id: taskId, contextId: hasText(contextId) ? contextId : newId() }
+    const execution = this.#turnExecution(this.#scope(context), task, params.message, ended, inlineConfig)
+    return this.#launch(execution, undefined, context, params, this.#options.bus.subscribe(execution.run.topic, listener))
+  }
+
+  /** Starts the executor: the turn is on. */
+  #launch (execution: Execution, taskAtStart: Task | undefined, context: CallContext, params: SendMessageRequest, unsubscribe: () => void): Turn {
+    const { run } = execution
+    this.#execute(execution, execution.context = this.#executionContext(execution, taskAtStart, context, params))
+    return { taskId: run.taskId, scope: run.scope, run, unsubscribe }
+  }
+
+  /**
+   * A turn's execution of the user's `message` on `task`, registered on the task's run before
+   * anything awaits: the run is not dropped meanwhile, and a cancel finds it.
+   */
+  #turnExecution (scope: Scope, task: Pick<Task, 'id' | 'contextId'>, message: Message, ended: TurnEnded, pushConfig?: StoredPushConfig): Execution {
+    const run = this.#runFor(scope, task)
+    const execution = this.#newExecution(run, withTask(message, task.id, task.contextId as string), ended)
+    if (pushConfig !== undefined) execution.pushConfig = pushConfig
+    run.executions.push(execution)
+    return execution
+  }
+
+  #newExecution (run: TaskRun, userMessage: Message, ended: TurnEnded = noop): Execution {
+    return { run, controller: new LazyAbortController(), userMessage, replied: false, timedOut: false, lost: false, ended }
   }
 
   #openStream (): EventQueue<StreamResponse> {
@@ -790,53 +833,70 @@ export class RequestHandler {
     }
   }
 
-  /** Runs the executor, bounded by `executorTimeout`; afterwards no task is left running without an executor. */
-  async #execute (execution: Execution, context: ExecutionContext, work: ExecutorCall = 'execute'): Promise<void> {
-    const failure = await this.#bounded(execution, this.#callExecutor(work, context, execution))
-    execution.run.executions.delete(execution)
-    try {
-      await this.#enqueue(execution.run, this.#finish(execution, failure))
-    } finally {
-      this.#options.cluster?.drop(keyOf(execution.run))
-    }
+  /**
+   * Runs the executor, bounded by `executorTimeout`. Once it returned, threw or timed out,
+   * its task is left terminal or interrupted, never running without an executor (#executed).
+   */
+  #execute (execution: Execution, context: ExecutionContext, work: ExecutorCall = 'execute'): void {
+    this.#deadlines.add(execution)
+    this.#callExecutor(work, context, execution).then(() => {
+      if (this.#deadlines.delete(execution)) this.#executed(execution, undefined)
+    }, (error: unknown) => {
+      const inTime = this.#deadlines.delete(execution)
+      this.#options.logger.error({ err: error, taskId: execution.run.taskId }, inTime ? 'executor failed' : 'executor failed after its timeout')
+      if (inTime) this.#executed(execution, error)
+    })
   }
 
-  /**
-   * Settles once `running` does, with what it threw (undefined when it returned), or once
-   * `executorTimeout` has passed: the execution is then aborted and marked timed out.
-   */
-  #bounded (execution: Execution, running: Promise<void>): Promise<unknown> {
-    const { taskId } = execution.run
-    return new Promise(resolve => {
-      const timer = setTimeout(() => {
-        execution.timedOut = true
-        execution.controller.abort()
-        resolve(undefined)
-      }, this.#executorTimeout)
-      // A bound on work is no reason to keep the process alive.
-      timer.unref()
-      running.then(() => {
-        clearTimeout(timer)
-        resolve(undefined)
-      }, (error: unknown) => {
-        clearTimeout(timer)
-        this.#options.logger.error({ err: error, taskId }, execution.timedOut ? 'executor failed after its timeout' : 'executor failed')
-        resolve(execution.timedOut ? undefined : error)
-      })
-    })
+  /** `executorTimeout` passed: the execution is aborted, marked timed out and no longer waited for. */
+  #timedOut (execution: Execution): void {
+    execution.timedOut = true
+    execution.controller.abort()
+    this.#executed(execution, undefined)
+  }
+
+  /** The executor is over, with what it threw (undefined when it returned or timed out): the turn ends once its task does. */
+  #executed (execution: Execution, failure: unknown): void {
+    const { run } = execution
+    dropExecution(run, execution)
+    if (!run.busy && this.#settled(execution)) {
+      // Nothing to change and nothing queued: the run is left as a change would leave it.
+      this.#next(run)
+      this.#ended(execution)
+      return
+    }
+    let outcome: MaybePromise<void>
+    try {
+      outcome = this.#apply(run, this.#finish(execution, failure))
+    } catch (error) {
+      this.#ended(execution, error)
+      return
+    }
+    if (isPromise(outcome)) outcome.then(() => this.#ended(execution), (error: unknown) => this.#ended(execution, error))
+    else this.#ended(execution)
+  }
+
+  #ended (execution: Execution, error?: unknown): void {
+    this.#options.cluster?.drop(keyOf(execution.run))
+    execution.ended(error)
+  }
+
+  /** Is the turn's task left as it should be once its executor is over, or not this execution's to leave? */
+  #settled (execution: Execution): boolean {
+    const { state } = execution.run
+    return execution.replied || execution.lost || (state !== undefined && (isTerminal(state) || isInterrupted(state)))
   }
 
   /** After the executor returned: the task is left terminal or interrupted, never running without an executor. */
   * #finish (execution: Execution, failure: unknown): Steps<void> {
     const { run } = execution
-    if (execution.replied || execution.lost) return
+    if (this.#settled(execution)) return
     if (run.state === undefined) {
       // Before any task exists, an A2A error the executor throws is the call's answer.
       if (isA2AError(failure)) throw failure
       if (failure === undefined) throw new InvalidAgentResponseError('the executor returned without a task or a message')
+      yield * this.#ensureTask(execution)
     }
-    if (run.state !== undefined && (isTerminal(run.state) || isInterrupted(run.state))) return
-    if (run.state === undefined) yield * this.#ensureTask(execution)
     if (execution.timedOut) {
       yield * this.#applyStatus(run, 'TASK_STATE_FAILED', this.#agentMessage(run, `the agent did not finish within ${this.#executorTimeout} ms`))
     } else if (execution.controller.aborted) {
@@ -857,67 +917,74 @@ export class RequestHandler {
     return new TurnEvents(this.#sink, execution)
   }
 
+  // An executor's events, each a change of its task. One the executor got wrong is refused to
+  // it (InvalidAgentResponse) and ends the task FAILED (#refuse). After one is applied, a
+  // reader half its bound behind gets a turn of the event loop before the executor goes on:
+  // an executor whose store never waits (the memory store's) would otherwise fill the queue
+  // in one run of microtasks, before an SSE response could drain or the WebSocket writer (one
+  // event per turn) take more than one, and the stream would end STREAM_LAGGED at ~1,000.
+
   * #statusEvent (execution: Execution, state: TaskState, message?: AgentMessageInput): Steps<void> {
     const { run } = execution
     if (this.#lostEvent(execution, 'status')) return
-    if (execution.replied) throw new InvalidAgentResponseError('a status update after a direct message reply')
-    if (run.state === undefined) yield * this.#ensureTask(execution)
-    if (this.#ignoredAfterEnd(run, 'status')) return
-    const checked = validateState.check(state)
-    if (!checked.ok) throw new InvalidAgentResponseError(`state ${JSON.stringify(state)} is not a task state`)
-    yield * this.#applyStatus(run, state, message === undefined ? undefined : this.#agentMessage(run, message))
+    try {
+      if (execution.replied) throw new InvalidAgentResponseError('a status update after a direct message reply')
+      if (run.state === undefined) yield * this.#ensureTask(execution)
+      if (this.#ignoredAfterEnd(run, 'status')) return
+      const checked = validateState.check(state)
+      if (!checked.ok) throw new InvalidAgentResponseError(`state ${JSON.stringify(state)} is not a task state`)
+      yield * this.#applyStatus(run, state, message === undefined ? undefined : this.#agentMessage(run, message))
+    } catch (error) {
+      yield * this.#refuse(run, 'status', error)
+    }
+    if (this.#behind(run)) yield nextTurn()
   }
 
   * #artifactEvent (execution: Execution, artifact: ArtifactInput, options?: ArtifactOptions): Steps<void> {
+    const { run } = execution
     if (this.#lostEvent(execution, 'artifact')) return
-    if (execution.replied) throw new InvalidAgentResponseError('an artifact after a direct message reply')
-    if (execution.run.state === undefined) yield * this.#ensureTask(execution)
-    if (this.#ignoredAfterEnd(execution.run, 'artifact')) return
-    yield * this.#applyArtifact(execution.run, artifact, options)
+    try {
+      if (execution.replied) throw new InvalidAgentResponseError('an artifact after a direct message reply')
+      if (run.state === undefined) yield * this.#ensureTask(execution)
+      if (this.#ignoredAfterEnd(run, 'artifact')) return
+      yield * this.#applyArtifact(run, artifact, options)
+    } catch (error) {
+      yield * this.#refuse(run, 'artifact', error)
+    }
+    if (this.#behind(run)) yield nextTurn()
   }
 
   * #messageEvent (execution: Execution, input: AgentMessageInput): Steps<void> {
     const { run } = execution
     if (this.#lostEvent(execution, 'message')) return
-    if (execution.replied) throw new InvalidAgentResponseError('a second direct message reply')
-    if (run.state === undefined) {
-      // Checked first: an invalid reply is no reply, and the call fails with InvalidAgentResponse.
-      const reply = this.#agentMessage(run, input, false)
-      execution.replied = true
-      this.#options.bus.publish(run.topic, { message: reply })
-      return
-    }
-    if (this.#ignoredAfterEnd(run, 'message')) return
-    const message = this.#agentMessage(run, input)
-    this.#publish(run, { message }, yield this.#updateTask(run.taskId, { kind: 'history', message }, run.scope))
-  }
-
-  /**
-   * An executor event as a change of the task. An invalid event is refused to the executor
-   * (InvalidAgentResponse) and ends the task it belongs to FAILED.
-   */
-  #enqueueEvent (run: TaskRun, kind: string, change: Steps<void>): Promise<void> {
-    return this.#enqueue(run, this.#event(run, kind, change))
-  }
-
-  * #event (run: TaskRun, kind: string, change: Steps<void>): Steps<void> {
     try {
-      yield * change
-    } catch (error) {
-      if (error instanceof InvalidAgentResponseError && run.state !== undefined && !isTerminal(run.state)) {
-        this.#options.logger.warn({ taskId: run.taskId, event: kind, err: error }, 'invalid executor event: task failed')
-        yield * this.#applyStatus(run, 'TASK_STATE_FAILED', this.#agentMessage(run, `the agent sent an invalid ${kind} event`))
+      if (execution.replied) throw new InvalidAgentResponseError('a second direct message reply')
+      if (run.state === undefined) {
+        // Checked first: an invalid reply is no reply, and the call fails with InvalidAgentResponse.
+        const reply = this.#agentMessage(run, input, false)
+        execution.replied = true
+        this.#options.bus.publish(run.topic, { message: reply })
+        return
       }
-      throw error
+      if (this.#ignoredAfterEnd(run, 'message')) return
+      const message = this.#agentMessage(run, input)
+      this.#publish(run, { message }, yield this.#updateTask(run.taskId, { kind: 'history', message }, run.scope))
+    } catch (error) {
+      yield * this.#refuse(run, 'message', error)
     }
-    // A reader half its bound behind gets a turn of the event loop before the executor
-    // goes on. An executor whose store never waits (the memory store's) would otherwise
-    // fill the queue in one run of microtasks, before an SSE response could drain or the
-    // WebSocket writer (one event per turn) take more than one: STREAM_LAGGED at ~1,000.
     if (this.#behind(run)) yield nextTurn()
   }
 
-  /** `queue` reads the task's events: the executor of this turn and of every later one keeps to its pace (#event). */
+  /** An event of `kind` failed with `error`, thrown on: when the executor got it wrong, its task ends FAILED first. */
+  * #refuse (run: TaskRun, kind: string, error: unknown): Steps<never> {
+    if (error instanceof InvalidAgentResponseError && run.state !== undefined && !isTerminal(run.state)) {
+      this.#options.logger.warn({ taskId: run.taskId, event: kind, err: error }, 'invalid executor event: task failed')
+      yield * this.#applyStatus(run, 'TASK_STATE_FAILED', this.#agentMessage(run, `the agent sent an invalid ${kind} event`))
+    }
+    throw error
+  }
+
+  /** `queue` reads the task's events: the executor of this turn and of every later one keeps to its pace (#statusEvent). */
   #follow (run: TaskRun, queue: EventQueue<StreamResponse>): void {
     const { topic } = run
     let followers = this.#followers.get(topic)
@@ -1031,9 +1098,10 @@ export class RequestHandler {
 
   /**
    * Runs `change` after every change queued before it on the same task. With none queued it
-   * runs at once, and with the memory store ends at once: no promise chain per change.
+   * runs at once, and with the memory store ends at once: its outcome is then returned (or
+   * thrown) as it is, with no promise chain per change.
    */
-  #enqueue<T> (run: TaskRun, change: Steps<T>): Promise<T> {
+  #apply<T> (run: TaskRun, change: Steps<T>): MaybePromise<T> {
     if (run.busy) {
       return new Promise<T>((resolve, reject) => { run.waiting.push({ steps: change, resolve: resolve as (value: unknown) => void, reject }) })
     }
@@ -1043,13 +1111,25 @@ export class RequestHandler {
       outcome = runSteps(change)
     } catch (error) {
       this.#next(run)
-      return Promise.reject(error)
+      throw error
     }
     if (isPromise(outcome)) {
       outcome.then(run.next, run.next)
       return outcome
     }
     this.#next(run)
+    return outcome
+  }
+
+  /** #apply, as a promise: what executors and the calls await. */
+  #enqueue<T> (run: TaskRun, change: Steps<T>): Promise<T> {
+    let outcome: MaybePromise<T>
+    try {
+      outcome = this.#apply(run, change)
+    } catch (error) {
+      return Promise.reject(error)
+    }
+    if (isPromise(outcome)) return outcome
     return outcome === undefined ? RESOLVED as Promise<T> : Promise.resolve(outcome)
   }
 
@@ -1074,7 +1154,7 @@ export class RequestHandler {
       queued.resolve(outcome)
     }
     run.busy = false
-    if (run.executions.size === 0) this.#runs.delete(run.topic)
+    if (run.executions.length === 0) this.#runs.delete(run.topic)
   }
 
   #runFor (scope: Scope, task: Pick<Task, 'id' | 'contextId'> & { status?: Task['status'] }): TaskRun {
@@ -1090,7 +1170,7 @@ export class RequestHandler {
         busy: false,
         waiting: [],
         next: () => this.#next(created),
-        executions: new Set()
+        executions: []
       }
       this.#runs.set(topic, run)
     }
@@ -1101,7 +1181,7 @@ export class RequestHandler {
 
   /** Does an executor of the task run in this process? */
   #runsHere (scope: Scope, taskId: string): boolean {
-    return (this.#runs.get(topicOf(scope.tenant, taskId))?.executions.size ?? 0) > 0
+    return (this.#runs.get(topicOf(scope.tenant, taskId))?.executions.length ?? 0) > 0
   }
 
   /**
@@ -1249,16 +1329,17 @@ export class RequestHandler {
   /** `executor.resume` takes on a task whose instance died; it holds the task's lease like a turn. */
   async #resume (run: TaskRun, task: Task): Promise<void> {
     const cluster = this.#options.cluster as ClusterMember
-    const execution = this.#newExecution(run, lastUserMessage(task))
-    run.executions.add(execution)
+    const execution = this.#newExecution(run, lastUserMessage(task), (error) => {
+      if (error !== undefined) this.#options.logger.error({ err: error, taskId: run.taskId }, 'executor resume failed')
+    })
+    run.executions.push(execution)
     try {
       await cluster.hold(keyOf(run))
     } catch (error) {
-      run.executions.delete(execution)
+      dropExecution(run, execution)
       throw error
     }
-    const context = execution.context = this.#executionContext(execution, projectTask(task), clusterContext(run.scope.tenant, 'SendMessage'))
-    this.#execute(execution, context, 'resume').catch((error: unknown) => this.#options.logger.error({ err: error, taskId: run.taskId }, 'executor resume failed'))
+    this.#execute(execution, execution.context = this.#executionContext(execution, projectTask(task), clusterContext(run.scope.tenant, 'SendMessage')), 'resume')
   }
 
   // ---- checks ---------------------------------------------------------------------------
@@ -1331,7 +1412,7 @@ export class RequestHandler {
       throw invalidParams([{ field: 'url', description: 'must be an absolute http or https URL' }])
     }
     const config: StoredPushConfig = {
-      id: input.id !== undefined && input.id !== '' ? input.id : newId(),
+      id: hasText(input.id) ? input.id : newId(),
       taskId,
       url: input.url
     }

@@ -1,0 +1,75 @@
+// lib/handler/deadlines.ts: one timer bounds every execution by the same timeout
+// (executorTimeout), and none is left once nothing is held. Real timers, short timeouts.
+import t from 'tap'
+import { createHook } from 'node:async_hooks'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { DeadlineQueue } from '../lib/handler/deadlines.js'
+
+t.test('items still held at their time expire, in the order they were added; deleted ones never do', async t => {
+  const expired: string[] = []
+  const queue = new DeadlineQueue<string>(100, item => expired.push(item))
+  queue.add('a')
+  queue.add('b')
+  queue.add('c')
+  t.equal(queue.delete('b'), true, 'b was held')
+  t.equal(queue.size, 2)
+  await sleep(30)
+  t.same(expired, [], 'nothing before its time')
+  await sleep(220)
+  t.same(expired, ['a', 'c'])
+  t.equal(queue.size, 0)
+  t.equal(queue.delete('a'), false, 'an expired item is no longer held')
+  t.equal(queue.delete('never added'), false)
+})
+
+t.test('an item added after the first was deleted expires at its own time, not at the first one\'s', async t => {
+  const expired: Array<[string, number]> = []
+  const start = performance.now()
+  const queue = new DeadlineQueue<string>(200, item => expired.push([item, performance.now() - start]))
+  queue.add('first')
+  await sleep(100)
+  queue.delete('first')
+  queue.add('second')
+  await sleep(140)
+  t.same(expired, [], 'the timer armed for the first fired, found nothing due and armed again')
+  await sleep(160)
+  t.equal(expired.length, 1)
+  t.equal(expired[0]?.[0], 'second')
+  t.ok((expired[0]?.[1] ?? 0) >= 295, `expired ${expired[0]?.[1]} ms after the start: 100 + 200, less the timer's slack`)
+})
+
+t.test('items added while expiring ones are handed out wait for their own time', async t => {
+  const expired: string[] = []
+  const queue: DeadlineQueue<string> = new DeadlineQueue<string>(100, item => {
+    expired.push(item)
+    if (item === 'a') queue.add('added by a')
+  })
+  queue.add('a')
+  await sleep(150)
+  t.same(expired, ['a'])
+  t.equal(queue.size, 1)
+  await sleep(150)
+  t.same(expired, ['a', 'added by a'])
+})
+
+t.test('one timer for many items, and none left once the last is deleted', async t => {
+  const live = new Set<number>()
+  const hook = createHook({
+    init (asyncId, type) { if (type === 'Timeout') live.add(asyncId) },
+    destroy (asyncId) { live.delete(asyncId) }
+  }).enable()
+  t.teardown(() => { hook.disable() })
+  const queue = new DeadlineQueue<number>(60_000, () => t.fail('nothing is due'))
+  for (let item = 0; item < 100; item++) queue.add(item)
+  t.equal(live.size, 1, 'one timer bounds the hundred items')
+  for (let item = 0; item < 99; item++) queue.delete(item)
+  t.equal(live.size, 1, 'armed while one is held')
+  queue.delete(99)
+  // A cleared timer's destroy hook runs on a later turn.
+  await new Promise(resolve => setImmediate(resolve))
+  await new Promise(resolve => setImmediate(resolve))
+  t.equal(live.size, 0, 'cleared with the last')
+  queue.add(100)
+  t.equal(live.size, 1, 'armed again by the next')
+  queue.delete(100)
+})
