@@ -8,6 +8,7 @@
 import { execFile } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { PerformanceObserver } from 'node:perf_hooks'
+import { setTimeout as sleep } from 'node:timers/promises'
 import v8 from 'node:v8'
 import type { Row } from './report.js'
 import { figure, type Figure } from './harness/stats.js'
@@ -17,7 +18,7 @@ const WARM_UP_CALLS = 20_000
 const CALLS = 12_000
 const IN_FLIGHT = 64
 
-/** Runs in the child: prints the bytes per call of each sample, and how many collections ran. */
+/** Runs in the child: prints the bytes allocated per call in each sample, as JSON. */
 async function measure (samples: number): Promise<void> {
   const { app } = await import('./servers/fastify-a2a.js')
   const fastify = await app()
@@ -45,12 +46,12 @@ async function measure (samples: number): Promise<void> {
     // Each count starts from an empty young generation; the collections before it are done
     // with (their entries arrive on a later turn).
     ;(globalThis as { gc?: () => void }).gc?.()
-    await new Promise(resolve => setTimeout(resolve, 20))
+    await sleep(20)
     collections = 0
     const before = v8.getHeapStatistics().used_heap_size
     await calls(CALLS)
     const after = v8.getHeapStatistics().used_heap_size
-    await new Promise(resolve => setTimeout(resolve, 20))
+    await sleep(20)
     if (collections > 0) throw new Error('a garbage collection ran while counting: the count is not the allocation')
     bytesPerCall.push((after - before) / CALLS)
   }

@@ -35,7 +35,7 @@ export class MemoryEventBus implements EventBus {
         return
       }
       const index = current.indexOf(listener)
-      this.#topics.set(topic, [...current.slice(0, index), ...current.slice(index + 1)])
+      this.#topics.set(topic, current.filter((_, at) => at !== index))
     }
   }
 
