@@ -32,6 +32,10 @@ export class MemoryEventBus implements EventBus {
       const current = this.#topics.get(topic) as BusListener[]
       if (current.length === 1) {
         this.#topics.delete(topic)
+        // Emptied, though no publish reads it again (a publish under way has called its only
+        // listener): tables the Map dropped while rehashing may still point at the array, and
+        // the listener (the call that subscribed) is then not kept alive through them.
+        current.length = 0
         return
       }
       const index = current.indexOf(listener)

@@ -3,13 +3,32 @@
 // the first item still held, serves them all while any is held. A timer each would make a
 // Timeout object and a timer-list entry per execution, and cancel it again when the
 // execution returns in time.
+//
+// The items are a list linked through their places, not a Map: a Map whose entries come and
+// go in bursts is rehashed again and again, and V8 keeps a rehashed table pointing at its
+// successor, holding the entries it had. Once one such table is in the old generation, every
+// table after it, with the executions it held, is kept through the scavenges that follow and
+// promoted: about a kilobyte a call was promoted that way, several times what the calls keep.
 import { performance } from 'node:perf_hooks'
+
+/** An item's place in the queue, from `add` until it is deleted or expires. */
+export interface Deadline<T> {
+  readonly item: T
+  /** When it falls due, on the monotonic clock. */
+  readonly due: number
+  /** Its neighbours while it is held; cleared when it leaves, so a place left behind holds nothing. */
+  previous: Deadline<T> | undefined
+  next: Deadline<T> | undefined
+  held: boolean
+}
 
 export class DeadlineQueue<T> {
   readonly #timeout: number
   readonly #expire: (item: T) => void
-  /** The items held, in the order they were added (and so fall due), with the time they do. */
-  readonly #due = new Map<T, number>()
+  /** The places held, in the order they were added (and so fall due). */
+  #first: Deadline<T> | undefined
+  #last: Deadline<T> | undefined
+  #size = 0
   /**
    * Armed while an item is held, cleared when the last one goes: a handler whose work is done
    * leaves no timer behind. It may fire for an item deleted since, and then arms again.
@@ -23,24 +42,43 @@ export class DeadlineQueue<T> {
   }
 
   get size (): number {
-    return this.#due.size
+    return this.#size
   }
 
-  add (item: T): void {
+  /** Holds `item` until it is deleted or expires; its place is what `delete` takes. */
+  add (item: T): Deadline<T> {
     // A monotonic clock: a wall clock set back would hold items past their time.
-    this.#due.set(item, performance.now() + this.#timeout)
+    const place: Deadline<T> = { item, due: performance.now() + this.#timeout, previous: this.#last, next: undefined, held: true }
+    if (this.#last === undefined) this.#first = place
+    else this.#last.next = place
+    this.#last = place
+    this.#size++
     // An armed timer is due no later than this item: it was armed for an item added earlier.
     if (this.#timer === undefined) this.#arm(this.#timeout)
+    return place
   }
 
-  /** Takes `item` out; false when it is not held (it expired, or was never added). */
-  delete (item: T): boolean {
-    if (!this.#due.delete(item)) return false
-    if (this.#due.size === 0 && this.#timer !== undefined) {
+  /** Takes the item at `place` out; false when it is no longer held (it expired, or was deleted). */
+  delete (place: Deadline<T>): boolean {
+    if (!place.held) return false
+    this.#unlink(place)
+    if (this.#size === 0 && this.#timer !== undefined) {
       clearTimeout(this.#timer)
       this.#timer = undefined
     }
     return true
+  }
+
+  #unlink (place: Deadline<T>): void {
+    const { previous, next } = place
+    if (previous === undefined) this.#first = next
+    else previous.next = next
+    if (next === undefined) this.#last = previous
+    else next.previous = previous
+    place.previous = undefined
+    place.next = undefined
+    place.held = false
+    this.#size--
   }
 
   #arm (ms: number): void {
@@ -52,13 +90,13 @@ export class DeadlineQueue<T> {
   readonly #fire = (): void => {
     this.#timer = undefined
     const now = performance.now()
-    for (const [item, due] of this.#due) {
-      if (due > now) {
-        this.#arm(due - now)
+    for (let place = this.#first; place !== undefined; place = this.#first) {
+      if (place.due > now) {
+        this.#arm(place.due - now)
         return
       }
-      this.#due.delete(item)
-      this.#expire(item)
+      this.#unlink(place)
+      this.#expire(place.item)
     }
   }
 }

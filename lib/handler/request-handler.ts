@@ -113,11 +113,11 @@ interface TaskRun {
   contextId: string
   /** The current state once the task exists. */
   state?: TaskState
-  /** A change is running (#enqueue); the changes queued meanwhile wait here, in order. */
+  /** A change is running (#enqueue); the changes queued meanwhile wait here, in order (made for the first). */
   busy: boolean
-  waiting: QueuedChange[]
-  /** Goes on with the queue once a change that waited for its store has settled. */
-  next: () => void
+  waiting: QueuedChange[] | undefined
+  /** Goes on with the queue once a change that waited for its store has settled (made for the first: #nextOf). */
+  next: (() => void) | undefined
   /** Mostly one: an array, not a Set (a Set's table for one entry, made and dropped every turn). */
   executions: Execution[]
 }
@@ -181,6 +181,12 @@ function taskNotFound (id: string): A2AError {
 /** The bus topic of a task: one per tenant and task id. */
 function topicOf (tenant: string, taskId: string): string {
   return `${tenant}\u0000${taskId}`
+}
+
+/** An array of one for the first (a push onto [] would make room for seventeen). */
+function addExecution (run: TaskRun, execution: Execution): void {
+  if (run.executions.length === 0) run.executions = [execution]
+  else run.executions.push(execution)
 }
 
 function dropExecution (run: TaskRun, execution: Execution): void {
@@ -804,7 +810,7 @@ export class RequestHandler {
     const run = this.#runFor(scope, task)
     const execution = this.#newExecution(run, withTask(message, task.id, task.contextId as string), ended)
     if (pushConfig !== undefined) execution.pushConfig = pushConfig
-    run.executions.push(execution)
+    addExecution(run, execution)
     return execution
   }
 
@@ -838,11 +844,11 @@ export class RequestHandler {
    * its task is left terminal or interrupted, never running without an executor (#executed).
    */
   #execute (execution: Execution, context: ExecutionContext, work: ExecutorCall = 'execute'): void {
-    this.#deadlines.add(execution)
+    const deadline = this.#deadlines.add(execution)
     this.#callExecutor(work, context, execution).then(() => {
-      if (this.#deadlines.delete(execution)) this.#executed(execution, undefined)
+      if (this.#deadlines.delete(deadline)) this.#executed(execution, undefined)
     }, (error: unknown) => {
-      const inTime = this.#deadlines.delete(execution)
+      const inTime = this.#deadlines.delete(deadline)
       this.#options.logger.error({ err: error, taskId: execution.run.taskId }, inTime ? 'executor failed' : 'executor failed after its timeout')
       if (inTime) this.#executed(execution, error)
     })
@@ -1103,7 +1109,7 @@ export class RequestHandler {
    */
   #apply<T> (run: TaskRun, change: Steps<T>): MaybePromise<T> {
     if (run.busy) {
-      return new Promise<T>((resolve, reject) => { run.waiting.push({ steps: change, resolve: resolve as (value: unknown) => void, reject }) })
+      return new Promise<T>((resolve, reject) => { (run.waiting ??= []).push({ steps: change, resolve: resolve as (value: unknown) => void, reject }) })
     }
     run.busy = true
     let outcome: MaybePromise<T>
@@ -1114,7 +1120,8 @@ export class RequestHandler {
       throw error
     }
     if (isPromise(outcome)) {
-      outcome.then(run.next, run.next)
+      const next = this.#nextOf(run)
+      outcome.then(next, next)
       return outcome
     }
     this.#next(run)
@@ -1138,7 +1145,7 @@ export class RequestHandler {
    * Once none is left the run is free, and goes when no execution runs either.
    */
   #next (run: TaskRun): void {
-    for (let queued = run.waiting.shift(); queued !== undefined; queued = run.waiting.shift()) {
+    for (let queued = run.waiting?.shift(); queued !== undefined; queued = run.waiting?.shift()) {
       let outcome: unknown
       try {
         outcome = runSteps(queued.steps)
@@ -1148,7 +1155,8 @@ export class RequestHandler {
       }
       if (isPromise(outcome)) {
         outcome.then(queued.resolve, queued.reject)
-        outcome.then(run.next, run.next)
+        const next = this.#nextOf(run)
+        outcome.then(next, next)
         return
       }
       queued.resolve(outcome)
@@ -1157,19 +1165,24 @@ export class RequestHandler {
     if (run.executions.length === 0) this.#runs.delete(run.topic)
   }
 
+  /** Goes on with `run`'s queue: one function a run, made when a change first waits for its store. */
+  #nextOf (run: TaskRun): () => void {
+    return run.next ??= () => this.#next(run)
+  }
+
   #runFor (scope: Scope, task: Pick<Task, 'id' | 'contextId'> & { status?: Task['status'] }): TaskRun {
     const topic = topicOf(scope.tenant, task.id)
     let run = this.#runs.get(topic)
     if (run === undefined) {
-      const created: TaskRun = run = {
+      run = {
         topic,
         scope,
         taskId: task.id,
         contextId: task.contextId as string,
         state: task.status?.state,
         busy: false,
-        waiting: [],
-        next: () => this.#next(created),
+        waiting: undefined,
+        next: undefined,
         executions: []
       }
       this.#runs.set(topic, run)
@@ -1332,7 +1345,7 @@ export class RequestHandler {
     const execution = this.#newExecution(run, lastUserMessage(task), (error) => {
       if (error !== undefined) this.#options.logger.error({ err: error, taskId: run.taskId }, 'executor resume failed')
     })
-    run.executions.push(execution)
+    addExecution(run, execution)
     try {
       await cluster.hold(keyOf(run))
     } catch (error) {
