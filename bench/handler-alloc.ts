@@ -23,7 +23,7 @@ import type { SendMessageResponse } from '../lib/schema/wire.js'
 const WARM_UP_CALLS = 20_000
 const CALLS = 12_000
 const IN_FLIGHT = 64
-/** Bursts of IN_FLIGHT calls per promotion sample: 96,000 calls, some sixty scavenges. */
+/** Bursts of IN_FLIGHT calls per promotion sample: 96,000 calls, about fifty scavenges. */
 const BURSTS = 1_500
 
 /** The echo agent's SendMessage, on the bench server's handler: `send(i)` sends message i, `check` its answer. */
