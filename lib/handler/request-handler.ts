@@ -116,7 +116,7 @@ interface TaskRun {
   /** A change is running (#enqueue); the changes queued meanwhile wait here, in order (made for the first). */
   busy: boolean
   waiting: QueuedChange[] | undefined
-  /** Goes on with the queue once a change that waited for its store has settled (made for the first: #nextOf). */
+  /** Goes on with the queue once a change that waited for its store has settled (made for the first: #nextAfter). */
   next: (() => void) | undefined
   /** Mostly one: an array, not a Set (a Set's table for one entry, made and dropped every turn). */
   executions: Execution[]
@@ -1120,8 +1120,7 @@ export class RequestHandler {
       throw error
     }
     if (isPromise(outcome)) {
-      const next = this.#nextOf(run)
-      outcome.then(next, next)
+      this.#nextAfter(run, outcome)
       return outcome
     }
     this.#next(run)
@@ -1155,8 +1154,7 @@ export class RequestHandler {
       }
       if (isPromise(outcome)) {
         outcome.then(queued.resolve, queued.reject)
-        const next = this.#nextOf(run)
-        outcome.then(next, next)
+        this.#nextAfter(run, outcome)
         return
       }
       queued.resolve(outcome)
@@ -1165,9 +1163,10 @@ export class RequestHandler {
     if (run.executions.length === 0) this.#runs.delete(run.topic)
   }
 
-  /** Goes on with `run`'s queue: one function a run, made when a change first waits for its store. */
-  #nextOf (run: TaskRun): () => void {
-    return run.next ??= () => this.#next(run)
+  /** Goes on with `run`'s queue once `outcome`, a change that waited for its store, settles (one function a run, made for the first). */
+  #nextAfter (run: TaskRun, outcome: Promise<unknown>): void {
+    const next = run.next ??= () => this.#next(run)
+    outcome.then(next, next)
   }
 
   #runFor (scope: Scope, task: Pick<Task, 'id' | 'contextId'> & { status?: Task['status'] }): TaskRun {
