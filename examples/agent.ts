@@ -29,8 +29,10 @@ export const conformanceAgent: AgentExecutor = {
       return events.completed()
     }
 
-    const [command = '', ...rest] = text.split(' ')
-    const argument = rest.join(' ')
+    // The command is the first word; its argument, the rest of the text.
+    const space = text.indexOf(' ')
+    const command = space === -1 ? text : text.slice(0, space)
+    const argument = space === -1 ? '' : text.slice(space + 1)
     switch (command) {
       case 'message':
         return events.message(argument)

@@ -183,6 +183,7 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
   const shutdown = async () => {
     refuseUpgrades(fastify.server)
     const report = await shutDown({ handler, runner, webSockets: wsServer, server: fastify.server, options: options.shutdown })
+    handler.close()
     decorator.lastShutdownReport = report
     fastify.log.info({ shutdown: report }, 'A2A shutdown')
     // Once the work is drained, and before onClose hooks end the stores: deliveries still in

@@ -1,6 +1,7 @@
 // lib/handler/deadlines.ts: one timer bounds every execution by the same timeout
-// (executorTimeout), and none is left once nothing is held. Real timers, short timeouts.
-import t from 'tap'
+// (executorTimeout); it is not armed again for every item, and stops once it finds nothing
+// held, or at `close`. Real timers, short timeouts.
+import t, { type Test } from 'tap'
 import { createHook } from 'node:async_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { DeadlineQueue } from '../lib/handler/deadlines.js'
@@ -68,24 +69,48 @@ t.test('items added while expiring ones are handed out wait for their own time',
   t.same(expired, ['a', 'added by a'])
 })
 
-t.test('one timer for many items, and none left once the last is deleted', async t => {
+/** The Timeout objects alive now, by async id (their destroy hook runs on a later turn). */
+function liveTimeouts (t: Test): Set<number> {
   const live = new Set<number>()
   const hook = createHook({
     init (asyncId, type) { if (type === 'Timeout') live.add(asyncId) },
     destroy (asyncId) { live.delete(asyncId) }
   }).enable()
   t.teardown(() => { hook.disable() })
+  return live
+}
+
+const laterTurns = async () => {
+  await new Promise(resolve => setImmediate(resolve))
+  await new Promise(resolve => setImmediate(resolve))
+}
+
+t.test('one timer for many items, kept while the queue empties and fills: no timer per item', async t => {
+  const live = liveTimeouts(t)
   const queue = new DeadlineQueue<number>(60_000, () => t.fail('nothing is due'))
   const places = Array.from({ length: 100 }, (_, item) => queue.add(item))
   t.equal(live.size, 1, 'one timer bounds the hundred items')
-  for (const place of places.slice(0, 99)) queue.delete(place)
-  t.equal(live.size, 1, 'armed while one is held')
-  queue.delete(places[99] as (typeof places)[number])
-  // A cleared timer's destroy hook runs on a later turn.
-  await new Promise(resolve => setImmediate(resolve))
-  await new Promise(resolve => setImmediate(resolve))
-  t.equal(live.size, 0, 'cleared with the last')
-  const next = queue.add(100)
-  t.equal(live.size, 1, 'armed again by the next')
+  for (const place of places) queue.delete(place)
+  for (let item = 100; item < 200; item++) queue.delete(queue.add(item))
+  await laterTurns()
+  t.equal(queue.size, 0)
+  t.equal(live.size, 1, 'the same timer, not cleared when the queue emptied nor armed again for the items after')
+  queue.close()
+  await laterTurns()
+  t.equal(live.size, 0, 'close clears it')
+  const next = queue.add(200)
+  t.equal(live.size, 1, 'an item added after close arms it again')
   queue.delete(next)
+  queue.close()
+})
+
+t.test('a timer that fires with nothing held stops: none is left behind', async t => {
+  const live = liveTimeouts(t)
+  const queue = new DeadlineQueue<string>(40, () => t.fail('nothing is due'))
+  queue.delete(queue.add('a'))
+  t.equal(live.size, 1, 'armed for a')
+  await sleep(80)
+  await laterTurns()
+  t.equal(live.size, 0, 'it fired, found nothing and was not armed again')
+  t.equal(queue.size, 0)
 })

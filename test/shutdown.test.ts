@@ -3,6 +3,7 @@
 // abandons an executor that ignores its signal, ends every stream, closes every WebSocket
 // with 1001 and reports what it did. Tasks in every phase, streams over every binding.
 import t from 'tap'
+import { createHook } from 'node:async_hooks'
 import { conformanceAgent } from '../examples/agent.js'
 import { InvalidOptionError, type AgentExecutor } from '../lib/index.js'
 import { startAgentProcess } from './helpers/agent-process.js'
@@ -78,6 +79,26 @@ t.test('nothing in progress: close() returns at once with an empty report', asyn
   await result(server.endpoint, 'SendMessage', { message: userMessage('x') })
   await server.close()
   t.same(server.fastify.a2a.lastShutdownReport, { drained: 0, cancelled: 0, abandoned: 0, streamsEnded: 0, webSocketsClosed: 0 })
+})
+
+t.test('close() clears the timer that bounds executions: a closed app leaves none behind', async t => {
+  // The timer a call arms (lib/handler/deadlines.ts), told from Fastify's by its timeout.
+  const executorTimeout = 987_654
+  const live = new Set<number>()
+  const hook = createHook({
+    init (asyncId, type, _trigger, resource) {
+      if (type === 'Timeout' && (resource as { _idleTimeout?: number })._idleTimeout === executorTimeout) live.add(asyncId)
+    },
+    destroy (asyncId) { live.delete(asyncId) }
+  }).enable()
+  t.teardown(() => { hook.disable() })
+  const server = await startServer({ executorTimeout })
+  await result(server.endpoint, 'SendMessage', { message: userMessage('x') })
+  await result(server.endpoint, 'SendMessage', { message: userMessage('y') })
+  t.equal(live.size, 1, 'one timer, kept armed by the calls though each one is over')
+  await server.close()
+  await eventually(() => live.size === 0)
+  t.equal(live.size, 0, 'cleared by close()')
 })
 
 t.test('a held task with an SSE stream no longer keeps close() waiting past the grace periods', async t => {

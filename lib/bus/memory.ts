@@ -1,4 +1,5 @@
 import type { StreamResponse } from '../schema/wire.js'
+import { SteadyMap } from '../steady-map.js'
 import type { BusCommand, BusListener, CommandHandler, EventBus } from './types.js'
 
 export class MemoryEventBus implements EventBus {
@@ -6,9 +7,9 @@ export class MemoryEventBus implements EventBus {
    * Each topic's listeners, copied on every change: a publish goes on over the array it
    * started with whatever its listeners subscribe or unsubscribe meanwhile. An array, not a
    * Set: a topic mostly has one listener, for one turn, and a Set's table would be made and
-   * dropped with it.
+   * dropped with it. A SteadyMap: topics come and go with the calls.
    */
-  readonly #topics = new Map<string, BusListener[]>()
+  readonly #topics = new SteadyMap<string, BusListener[]>()
   /** Instances of this process (apps sharing the bus) and their command handlers. */
   readonly #instances = new Map<string, CommandHandler>()
   #count = 0

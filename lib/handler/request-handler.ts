@@ -32,6 +32,7 @@ import type {
 } from './executor.js'
 import { isInterrupted, isTerminal } from './states.js'
 import { copyOwn, over } from '../copy.js'
+import { SteadyMap } from '../steady-map.js'
 
 export interface Logger {
   error (object: unknown, message?: string): void
@@ -190,8 +191,11 @@ function addExecution (run: TaskRun, execution: Execution): void {
 }
 
 function dropExecution (run: TaskRun, execution: Execution): void {
-  const index = run.executions.indexOf(execution)
-  if (index !== -1) run.executions.splice(index, 1)
+  const { executions } = run
+  const index = executions.indexOf(execution)
+  // The last, mostly the only one: a pop, where a splice would make an array of what it removed.
+  if (index === executions.length - 1) executions.pop()
+  else if (index !== -1) executions.splice(index, 1)
 }
 
 /** A string that is set and not empty: an optional id the client may also send as ''. */
@@ -352,7 +356,8 @@ export class RequestHandler {
   readonly #deadlines: DeadlineQueue<Execution>
   /** The task store's immediate operations, when it has them (see #enqueue). */
   readonly #immediate: ImmediateTaskStore | undefined
-  readonly #runs = new Map<string, TaskRun>()
+  /** By topic; a SteadyMap: a run mostly lives for one call. */
+  readonly #runs = new SteadyMap<string, TaskRun>()
   /**
    * The streams reading each task's events, by topic (see #statusEvent). By topic, not on
    * the run: a subscription outlives the run it started in, and paces every later turn.
@@ -456,6 +461,11 @@ export class RequestHandler {
     const streams = [...this.#streams]
     for (const stream of streams) stream.fail(error)
     return streams.length
+  }
+
+  /** Shutdown, once the work is drained: the timer that bounds executions (`executorTimeout`) is cleared. */
+  close (): void {
+    this.#deadlines.close()
   }
 
   // ---- work the cluster hands this instance (lib/cluster) ----------------------------------
