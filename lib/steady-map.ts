@@ -2,7 +2,7 @@
 // topics. V8 shrinks a Map's table, in the runtime and into a new table, whenever a delete
 // leaves it less than a quarter full, and grows it again as keys come back: a Map that goes
 // from empty to one key and back at every call makes a table every call (with the runs and the
-// topics, 2–3 % of a SendMessage's CPU under perf). Sixty-four keys of its own that never
+// topics, 1–3 % of a SendMessage's CPU under perf). Sixty-four keys of its own that never
 // leave keep the table from shrinking (it settles at 256 entries): it is then rebuilt only once
 // its deleted entries fill it, every couple of hundred calls.
 const PADDING = 64

@@ -4,7 +4,7 @@
 // timer-list entry per execution, and cancel it again when the execution returns in time.
 // The timer is not cleared when the queue empties: a SendMessage answered at once empties it
 // at every call, and clearing and arming a timer each time was about 1 % of the call's CPU
-// (perf). Left armed, it fires once, finds nothing held and stops; `close` clears it.
+// (`--cpu-prof`). Left armed, it fires once, finds nothing held and stops; `close` clears it.
 //
 // The items are a list linked through their places, not a Map: a Map whose entries come and
 // go in bursts is rehashed again and again, and V8 keeps a rehashed table pointing at its
