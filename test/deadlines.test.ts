@@ -1,10 +1,10 @@
 // lib/handler/deadlines.ts: one timer bounds every execution by the same timeout
 // (executorTimeout); it is not armed again for every item, and stops once it finds nothing
 // held, or at `close`. Real timers, short timeouts.
-import t, { type Test } from 'tap'
-import { createHook } from 'node:async_hooks'
+import t from 'tap'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { DeadlineQueue } from '../lib/handler/deadlines.js'
+import { liveTimeouts } from './helpers/timers.js'
 
 t.test('items still held at their time expire, in the order they were added; deleted ones never do', async t => {
   const expired: string[] = []
@@ -68,17 +68,6 @@ t.test('items added while expiring ones are handed out wait for their own time',
   await sleep(150)
   t.same(expired, ['a', 'added by a'])
 })
-
-/** The Timeout objects alive now, by async id (their destroy hook runs on a later turn). */
-function liveTimeouts (t: Test): Set<number> {
-  const live = new Set<number>()
-  const hook = createHook({
-    init (asyncId, type) { if (type === 'Timeout') live.add(asyncId) },
-    destroy (asyncId) { live.delete(asyncId) }
-  }).enable()
-  t.teardown(() => { hook.disable() })
-  return live
-}
 
 const laterTurns = async () => {
   await new Promise(resolve => setImmediate(resolve))

@@ -2,7 +2,6 @@
 // a stream and drop it mid-way. Afterwards no subscriber is left on the bus, no timer is
 // pending for them, every task finished normally, and the heap is back within 10 % of
 // its baseline after GC.
-import { createHook } from 'node:async_hooks'
 import http from 'node:http'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
@@ -11,6 +10,7 @@ import WebSocket from 'ws'
 import { MemoryTaskStore, type AgentExecutor } from '../lib/index.js'
 import { eventually, startServer, userMessage, V1 } from './helpers/server.js'
 import { wsUrl } from './helpers/ws.js'
+import { liveTimeouts } from './helpers/timers.js'
 
 // gc() without --expose-gc on the command line: a flag set at run time, read in a new context.
 setFlagsFromString('--expose-gc')
@@ -84,12 +84,7 @@ async function inBatches (count: number, client: () => Promise<void>): Promise<v
   }
 }
 
-// Every timer alive, unref'd ones included (process.getActiveResourcesInfo() leaves those out).
-const liveTimers = new Set<number>()
-createHook({
-  init (asyncId, type) { if (type === 'Timeout') liveTimers.add(asyncId) },
-  destroy (asyncId) { liveTimers.delete(asyncId) }
-}).enable()
+const liveTimers = liveTimeouts(t)
 const timers = () => liveTimers.size
 
 function heapAfterGc (): number {

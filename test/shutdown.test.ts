@@ -3,12 +3,12 @@
 // abandons an executor that ignores its signal, ends every stream, closes every WebSocket
 // with 1001 and reports what it did. Tasks in every phase, streams over every binding.
 import t from 'tap'
-import { createHook } from 'node:async_hooks'
 import { conformanceAgent } from '../examples/agent.js'
 import { InvalidOptionError, type AgentExecutor } from '../lib/index.js'
 import { startAgentProcess } from './helpers/agent-process.js'
 import { eventually, openSse, post, result, startServer, userMessage } from './helpers/server.js'
 import { connect, refusedUpgrade, wsUrl } from './helpers/ws.js'
+import { liveTimeouts } from './helpers/timers.js'
 
 /** The conformance agent, plus `stubborn`: working, then it never ends and ignores its signal. */
 const agent: AgentExecutor = {
@@ -84,14 +84,7 @@ t.test('nothing in progress: close() returns at once with an empty report', asyn
 t.test('close() clears the timer that bounds executions: a closed app leaves none behind', async t => {
   // The timer a call arms (lib/handler/deadlines.ts), told from Fastify's by its timeout.
   const executorTimeout = 987_654
-  const live = new Set<number>()
-  const hook = createHook({
-    init (asyncId, type, _trigger, resource) {
-      if (type === 'Timeout' && (resource as { _idleTimeout?: number })._idleTimeout === executorTimeout) live.add(asyncId)
-    },
-    destroy (asyncId) { live.delete(asyncId) }
-  }).enable()
-  t.teardown(() => { hook.disable() })
+  const live = liveTimeouts(t, timeout => timeout._idleTimeout === executorTimeout)
   const server = await startServer({ executorTimeout })
   await result(server.endpoint, 'SendMessage', { message: userMessage('x') })
   await result(server.endpoint, 'SendMessage', { message: userMessage('y') })

@@ -193,9 +193,10 @@ function addExecution (run: TaskRun, execution: Execution): void {
 function dropExecution (run: TaskRun, execution: Execution): void {
   const { executions } = run
   const index = executions.indexOf(execution)
+  if (index === -1) return
   // The last, mostly the only one: a pop, where a splice would make an array of what it removed.
   if (index === executions.length - 1) executions.pop()
-  else if (index !== -1) executions.splice(index, 1)
+  else executions.splice(index, 1)
 }
 
 /** A string that is set and not empty: an optional id the client may also send as ''. */
