@@ -45,6 +45,18 @@ t.test('one interceptor sees every call on every binding, with its outcome', asy
   ])
 })
 
+t.test('an interceptor that throws what is not an Error fails the call with the binding\'s internal error', async t => {
+  const server = await startServer({ interceptors: [{ before () { throw 'not an Error' } }] }) // eslint-disable-line no-throw-literal
+  t.teardown(() => server.close())
+  const rpcReply = await post(server.endpoint, { jsonrpc: '2.0', id: 7, method: 'GetTask', params: { id: 'x' } })
+  t.equal(rpcReply.status, 200)
+  t.same(rpcReply.body, { jsonrpc: '2.0', id: 7, error: { code: -32603, message: 'Internal error' } })
+  const restReply = await rest(server.endpoint, 'GET', '/tasks/x')
+  t.equal(restReply.status, 500)
+  t.same(restReply.body, { error: { code: 500, status: 'INTERNAL', message: 'Internal error' } })
+  t.equal((await rest(server.endpoint, 'GET', '/tasks/x')).status, 500, 'and the server goes on serving')
+})
+
 t.test('onComplete runs once with "cancelled" when the client drops mid-stream (SSE and WebSocket)', async t => {
   const { calls, interceptor } = recorder()
   const server = await startServer({ interceptors: [interceptor] })

@@ -7,7 +7,7 @@
 import t, { type Test } from 'tap'
 import Fastify from 'fastify'
 import { a2aWebSocket, type A2APluginOptions } from '../lib/index.js'
-import { endOfTurn } from '../lib/dispatcher/coalesce.js'
+import { atEndOfTurn } from '../lib/dispatcher/coalesce.js'
 import { conformanceAgent, conformanceCard } from '../examples/agent.js'
 import { post, userMessage, V1 } from './helpers/server.js'
 
@@ -71,6 +71,40 @@ t.test('coalesceReplies: false writes each answer within the callback that read 
   ])
 })
 
+t.test('an answer held for the end of the turn puts no listener of its own on the response', async t => {
+  // Handed to Fastify as a resolved reply (a thenable), a held answer would make Fastify
+  // listen for the response's end on every request (Reply.then). Counted as the head is
+  // written, against a route of the application that answers at once.
+  const listeners = new Map<string, number>()
+  const fastify = Fastify()
+  fastify.addHook('onRequest', async (request, reply) => {
+    const writeHead = reply.raw.writeHead.bind(reply.raw) as (...args: unknown[]) => typeof reply.raw
+    reply.raw.writeHead = ((...args: unknown[]) => {
+      listeners.set(request.url, reply.raw.listenerCount('finish') + reply.raw.listenerCount('close') + reply.raw.listenerCount('error'))
+      return writeHead(...args)
+    }) as typeof reply.raw.writeHead
+  })
+  fastify.post('/plain', (_request, reply) => { reply.send({ ok: true }) })
+  await fastify.register(a2aWebSocket, { executor: conformanceAgent, card: conformanceCard })
+  await fastify.listen({ host: '127.0.0.1', port: 0 })
+  t.teardown(() => fastify.close())
+  const address = fastify.server.address()
+  const origin = `http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}`
+
+  t.same((await post(origin + '/plain', {})).body, { ok: true })
+  t.equal((await post(origin + '/', rpc('SendMessage', { message: userMessage('hello') }))).body.result.task.status.state, 'TASK_STATE_COMPLETED')
+  t.equal((await post(origin + '/', '{"jsonrpc"')).body.error.code, -32700)
+  t.equal((await post(origin + '/message:send', { message: userMessage('hello') })).body.task.status.state, 'TASK_STATE_COMPLETED')
+  t.equal((await fetch(origin + '/tasks/no-such-task', { headers: V1 })).status, 404)
+  t.equal((await fetch(origin + '/tasks', { method: 'DELETE', headers: V1 })).status, 404, 'a path of the binding, another method')
+
+  const baseline = listeners.get('/plain') as number
+  t.ok(baseline > 0, 'Fastify listens for the end of every response')
+  t.same(Object.fromEntries(listeners), {
+    '/plain': baseline, '/': baseline, '/message:send': baseline, '/tasks/no-such-task': baseline, '/tasks': baseline
+  })
+})
+
 t.test('an SSE stream, hijacked, does not pass through the hook and arrives whole', async t => {
   const { origin } = await orderServer(t)
   const response = await fetch(origin + '/', {
@@ -85,19 +119,19 @@ t.test('an SSE stream, hijacked, does not pass through the hook and arrives whol
   t.equal(events.at(-1).result.statusUpdate.status.state, 'TASK_STATE_COMPLETED')
 })
 
-t.test('the answers of one turn share one wait, in its check phase; the next turn gets its own', async t => {
+t.test('the answers of one turn are released together, in order, in its check phase; the next turn gets its own', async t => {
   const order: string[] = []
   setImmediate(() => order.push('queued before'))
-  const first = endOfTurn()
-  t.equal(endOfTurn(), first, 'one promise in a turn')
+  atEndOfTurn(() => order.push('first'))
+  atEndOfTurn(() => order.push('second'))
   setImmediate(() => order.push('queued after'))
-  await first
-  order.push('end of turn')
   await new Promise(resolve => setImmediate(resolve))
-  t.same(order, ['queued before', 'end of turn', 'queued after'], 'settles in the check phase, in its place among the immediates')
-  const next = endOfTurn()
-  t.not(next, first, 'a new turn, a new promise')
-  await next
+  t.same(order, ['queued before', 'first', 'second', 'queued after'], 'one immediate for the turn, in its place among the immediates')
+  order.length = 0
+  atEndOfTurn(() => order.push('next turn'))
+  t.same(order, [], 'not before its own check phase')
+  await new Promise(resolve => setImmediate(resolve))
+  t.same(order, ['next turn'])
 })
 
 t.test('coalesceReplies must be a boolean', async t => {

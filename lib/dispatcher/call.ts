@@ -2,7 +2,7 @@
 // compiled schemas, the version and extension checks, then the handler. Every
 // dispatcher goes through `CallRunner.run`, so each binding checks the same things in
 // the same order: method (-32601), params (-32602), version (-32009), extensions.
-import type { FastifyRequest } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import {
   ExtensionSupportRequiredError, UnavailableError, UnsupportedOperationError, VersionNotSupportedError, invalidParams, toA2AError
 } from '../errors/index.js'
@@ -63,6 +63,18 @@ export function httpCallContext (binding: string, method: string, request: Fasti
   const serviceParams = serviceParamsFromHeaders(request.raw.rawHeaders)
   serviceParams[':path'] = request.url.split('?')[0] as string
   return { binding, method, serviceParams, tenant, extensions: requestedExtensions(serviceParams) }
+}
+
+/**
+ * Hands an HTTP call to Fastify from a handler that is not async. An async handler that
+ * sends its answer must resolve to the reply, a thenable, and Fastify then waits for the
+ * response's end with listeners it puts on the response (Reply.then): for every request
+ * whose answer waits for the end of the turn (coalesce.ts). `answering` sends the answer
+ * and resolves to nothing; what it throws goes to the binding's error handler.
+ */
+export function sendHttpAnswer (answering: Promise<void>, reply: FastifyReply): void {
+  // A block: returned, the reply would be adopted as the catch's result, through Reply.then again.
+  answering.catch((error: unknown) => { reply.send(error instanceof Error ? error : toA2AError(error)) })
 }
 
 /** The options of the two HTTP bindings' dispatchers (JSON-RPC and HTTP+JSON). */

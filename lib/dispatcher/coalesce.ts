@@ -5,23 +5,30 @@
 // phase, the answers of the requests read together are written together.
 import type { FastifyInstance } from 'fastify'
 
-let turnEnd: Promise<void> | undefined
+/** The callbacks held in this turn, in order; undefined when none is (no immediate set). */
+let held: Array<() => void> | undefined
 
-/** Settles in this turn's check phase (setImmediate), after its I/O callbacks: one promise for every caller in the turn. */
-export function endOfTurn (): Promise<void> {
-  turnEnd ??= new Promise(resolve => {
-    setImmediate(() => {
-      turnEnd = undefined
-      resolve()
-    })
-  })
-  return turnEnd
+function releaseHeld (): void {
+  const releasing = held as Array<() => void>
+  held = undefined
+  for (const release of releasing) release()
 }
 
-/** Every answer of this (encapsulated) binding waits for the end of the turn; a hijacked SSE response does not pass here. */
+/** Calls `release` in this turn's check phase (one setImmediate for every callback of the turn, in order), after its I/O callbacks. */
+export function atEndOfTurn (release: () => void): void {
+  if (held === undefined) {
+    held = []
+    setImmediate(releaseHeld)
+  }
+  held.push(release)
+}
+
+/**
+ * Every answer of this (encapsulated) binding waits for the end of the turn; a hijacked SSE
+ * response does not pass here. A callback hook, not an async one: no promise per answer.
+ */
 export function coalesceReplies (fastify: FastifyInstance): void {
-  fastify.addHook('onSend', async (_request, _reply, payload) => {
-    await endOfTurn()
-    return payload
+  fastify.addHook('onSend', (_request, _reply, payload, done) => {
+    atEndOfTurn(() => { done(null, payload) })
   })
 }

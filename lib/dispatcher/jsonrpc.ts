@@ -3,7 +3,7 @@
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { InvalidAgentResponseError, errorHeaders, toA2AError, type A2AError } from '../errors/index.js'
 import { requestedVersion } from '../service-params.js'
-import { httpCallContext, type HttpDispatcherOptions } from './call.js'
+import { httpCallContext, sendHttpAnswer, type HttpDispatcherOptions } from './call.js'
 import { failure, failureObject, parseEnvelope, success, type JsonRpcId } from './rpc.js'
 import { coalesceReplies } from './coalesce.js'
 import { writeSse } from './sse.js'
@@ -18,10 +18,10 @@ export function logInternal (source: { log: FastifyBaseLogger }, error: A2AError
 /** HTTP statuses a JSON-RPC error keeps: refusals before the call is served. Any other error is a 200. */
 const REFUSAL_STATUSES = new Set([401, 403, 413, 429])
 
-function sendError (request: FastifyRequest, reply: FastifyReply, id: JsonRpcId, error: A2AError): FastifyReply {
+function sendError (request: FastifyRequest, reply: FastifyReply, id: JsonRpcId, error: A2AError): void {
   logInternal(request, error)
   const status = REFUSAL_STATUSES.has(error.row.httpStatus) ? error.row.httpStatus : 200
-  return reply.code(status).headers(errorHeaders(error)).type('application/json').send(failure(id, error))
+  reply.code(status).headers(errorHeaders(error)).type('application/json').send(failure(id, error))
 }
 
 export async function jsonRpcDispatcher (fastify: FastifyInstance, options: HttpDispatcherOptions): Promise<void> {
@@ -32,27 +32,39 @@ export async function jsonRpcDispatcher (fastify: FastifyInstance, options: Http
   fastify.addContentTypeParser('*', { parseAs: 'string', bodyLimit: options.bodyLimit }, (_request, body, done) => done(null, body))
 
   fastify.setErrorHandler((error, request, reply) => {
-    return sendError(request, reply, null, toA2AError(error, options.bodyLimit))
+    sendError(request, reply, null, toA2AError(error, options.bodyLimit))
   })
   if (options.coalesceReplies) coalesceReplies(fastify)
 
-  fastify.post('/', async (request, reply) => {
+  /** Answers one request; resolves to nothing (sendHttpAnswer). */
+  const serve = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     const envelope = parseEnvelope(typeof request.body === 'string' ? request.body : '', options.maxJsonDepth)
-    if (!envelope.ok) return envelope.notification ? reply.code(204).send() : sendError(request, reply, envelope.id, envelope.error)
+    if (!envelope.ok) {
+      if (envelope.notification) reply.code(204).send()
+      else sendError(request, reply, envelope.id, envelope.error)
+      return
+    }
     const { id, method, params } = envelope.request
     const notification = !Object.hasOwn(envelope.request, 'id')
     const replyId: JsonRpcId = id ?? null
     const context = httpCallContext(JSONRPC_BINDING, method.name, request)
     // A streaming method's only answer is its stream: as a notification it is not run.
-    if (notification && method.kind === 'stream') return reply.code(204).send()
+    if (notification && method.kind === 'stream') {
+      reply.code(204).send()
+      return
+    }
     try {
       const result = await runner.run(method, params, requestedVersion(context.serviceParams, request.query), context, request)
       if (context.extensions.length > 0) reply.header('a2a-extensions', context.extensions.join(', '))
       if (notification) {
         if (result.kind === 'stream') await result.events.return?.()
-        return reply.code(204).send()
+        reply.code(204).send()
+        return
       }
-      if (result.kind === 'unary') return reply.type('application/json').send(success(replyId, result.value))
+      if (result.kind === 'unary') {
+        reply.type('application/json').send(success(replyId, result.value))
+        return
+      }
       // Errors before the first event are plain JSON-RPC responses: read it first.
       const first = await result.events.next()
       if (first.done === true) throw new InvalidAgentResponseError('the stream ended before its first event')
@@ -60,13 +72,15 @@ export async function jsonRpcDispatcher (fastify: FastifyInstance, options: Http
         event: (event) => success(replyId, event),
         error: (error) => JSON.stringify(failureObject(replyId, error))
       }, (error) => logInternal(request, error))
-      return reply
     } catch (error) {
       if (notification) {
         logInternal(request, toA2AError(error))
-        return reply.code(204).send()
+        reply.code(204).send()
+        return
       }
-      return sendError(request, reply, replyId, toA2AError(error))
+      sendError(request, reply, replyId, toA2AError(error))
     }
-  })
+  }
+
+  fastify.post('/', (request, reply) => sendHttpAnswer(serve(request, reply), reply))
 }

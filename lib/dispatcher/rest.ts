@@ -10,7 +10,7 @@ import {
 import { merged } from '../copy.js'
 import * as requests from '../schema/requests.js'
 import { requestedVersion } from '../service-params.js'
-import { httpCallContext, methods, type HttpDispatcherOptions, type MethodSpec } from './call.js'
+import { httpCallContext, methods, sendHttpAnswer, type HttpDispatcherOptions, type MethodSpec } from './call.js'
 import { coalesceReplies } from './coalesce.js'
 import { parseJson } from '../json-guard.js'
 import { logInternal } from './jsonrpc.js'
@@ -106,9 +106,9 @@ function readBody (request: FastifyRequest, maxJsonDepth: number): Record<string
   return value as Record<string, unknown>
 }
 
-function sendError (request: FastifyRequest, reply: FastifyReply, error: A2AError): FastifyReply {
+function sendError (request: FastifyRequest, reply: FastifyReply, error: A2AError): void {
   logInternal(request, error)
-  return reply.code(error.row.httpStatus).headers(errorHeaders(error)).type(responseType(request.headers.accept)).send(JSON.stringify(toRestError(error)))
+  reply.code(error.row.httpStatus).headers(errorHeaders(error)).type(responseType(request.headers.accept)).send(JSON.stringify(toRestError(error)))
 }
 
 export async function restDispatcher (fastify: FastifyInstance, options: HttpDispatcherOptions): Promise<void> {
@@ -122,14 +122,18 @@ export async function restDispatcher (fastify: FastifyInstance, options: HttpDis
   fastify.setErrorHandler((error, request, reply) => sendError(request, reply, toA2AError(error, options.bodyLimit)))
   if (options.coalesceReplies) coalesceReplies(fastify)
 
-  const call = async (spec: MethodSpec, decode: QueryDecoder | undefined, request: FastifyRequest, reply: FastifyReply) => {
+  /** Answers one request; resolves to nothing (sendHttpAnswer). */
+  const call = async (spec: MethodSpec, decode: QueryDecoder | undefined, request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     const path = request.params as Record<string, string>
     // The path wins over a repeated body or query field (spec §11, transcoding).
     const params = merged(decode === undefined ? readBody(request, options.maxJsonDepth) : decode(request.query as Query), path)
     const context = httpCallContext(REST_BINDING, spec.name, request, path.tenant)
     const result = await runner.run(spec, params, requestedVersion(context.serviceParams, request.query), context, request)
     if (context.extensions.length > 0) reply.header('a2a-extensions', context.extensions.join(', '))
-    if (result.kind === 'unary') return reply.type(responseType(request.headers.accept)).send(JSON.stringify(result.value))
+    if (result.kind === 'unary') {
+      reply.type(responseType(request.headers.accept)).send(JSON.stringify(result.value))
+      return
+    }
     // Errors before the first event are plain error responses: read it first.
     const first = await result.events.next()
     if (first.done === true) throw new InvalidAgentResponseError('the stream ended before its first event')
@@ -137,14 +141,13 @@ export async function restDispatcher (fastify: FastifyInstance, options: HttpDis
       event: (event) => JSON.stringify(event),
       error: (error) => JSON.stringify(toRestError(error))
     }, (error) => logInternal(request, error))
-    return reply
   }
 
   for (const route of routes) {
     const spec = methods.get(route.operation) as MethodSpec
     const decode = route.query === undefined ? undefined : queryDecoder(route.query)
     for (const prefix of ['', TENANT_PREFIX]) {
-      fastify.route({ method: route.method, url: prefix + route.url, handler: (request, reply) => call(spec, decode, request, reply) })
+      fastify.route({ method: route.method, url: prefix + route.url, handler: (request, reply) => sendHttpAnswer(call(spec, decode, request, reply), reply) })
     }
   }
 
