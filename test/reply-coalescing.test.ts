@@ -134,6 +134,20 @@ t.test('the answers of one turn are released together, in order, in its check ph
   t.same(order, ['next turn'])
 })
 
+t.test('a held callback that throws does not hold back the ones after it; its error is still uncaught', async t => {
+  // tap's own handler would fail the test on the uncaught error: it is set aside meanwhile.
+  const taps = process.rawListeners('uncaughtException') as Array<(error: Error) => void>
+  process.removeAllListeners('uncaughtException')
+  t.teardown(() => { for (const listener of taps) process.on('uncaughtException', listener) })
+  const uncaught = new Promise<unknown>(resolve => process.once('uncaughtException', resolve))
+  const order: string[] = []
+  atEndOfTurn(() => order.push('first'))
+  atEndOfTurn(() => { throw new Error('a broken write') })
+  atEndOfTurn(() => order.push('third'))
+  t.match(await uncaught, { message: 'a broken write' })
+  t.same(order, ['first', 'third'])
+})
+
 t.test('coalesceReplies must be a boolean', async t => {
   const fastify = Fastify()
   await t.rejects(async () => {

@@ -11,7 +11,14 @@ let held: Array<() => void> | undefined
 function releaseHeld (): void {
   const releasing = held as Array<() => void>
   held = undefined
-  for (const release of releasing) release()
+  for (const release of releasing) {
+    // One that throws does not hold back the answers after it; its error is then uncaught, as it was.
+    try {
+      release()
+    } catch (error) {
+      queueMicrotask(() => { throw error })
+    }
+  }
 }
 
 /** Calls `release` in this turn's check phase (one setImmediate for every callback of the turn, in order), after its I/O callbacks. */
