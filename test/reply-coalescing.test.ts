@@ -3,7 +3,8 @@
 // the server: a root preHandler schedules an immediate for every request, and the moment
 // the response head is written is recorded. Coalesced, the write comes after that
 // immediate; not coalesced, the whole call runs in the request's own callback and the
-// write comes first.
+// write comes first. The listeners on the response are counted at the same moment, and
+// `/plain` is a route of the application that answers at once, to count them against.
 import t, { type Test } from 'tap'
 import Fastify from 'fastify'
 import { a2aWebSocket, type A2APluginOptions } from '../lib/index.js'
@@ -13,23 +14,27 @@ import { post, userMessage, V1 } from './helpers/server.js'
 
 async function orderServer (t: Test, options: Partial<A2APluginOptions> = {}) {
   const marks: string[] = []
+  /** Listeners on each response as its head is written, by URL. */
+  const listeners = new Map<string, number>()
   const fastify = Fastify()
   fastify.addHook('onRequest', async (request, reply) => {
     const writeHead = reply.raw.writeHead.bind(reply.raw) as (...args: unknown[]) => typeof reply.raw
     reply.raw.writeHead = ((...args: unknown[]) => {
       marks.push(`write ${request.url}`)
+      listeners.set(request.url, reply.raw.listenerCount('finish') + reply.raw.listenerCount('close') + reply.raw.listenerCount('error'))
       return writeHead(...args)
     }) as typeof reply.raw.writeHead
   })
   fastify.addHook('preHandler', async (request) => {
     setImmediate(() => marks.push(`immediate ${request.url}`))
   })
+  fastify.post('/plain', (_request, reply) => { reply.send({ ok: true }) })
   await fastify.register(a2aWebSocket, { executor: conformanceAgent, card: conformanceCard, ...options })
   await fastify.listen({ host: '127.0.0.1', port: 0 })
   t.teardown(() => fastify.close())
   const address = fastify.server.address()
   const origin = `http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}`
-  return { origin, marks }
+  return { origin, marks, listeners }
 }
 
 const rpc = (method: string, params: unknown) => ({ jsonrpc: '2.0', id: 1, method, params })
@@ -73,23 +78,8 @@ t.test('coalesceReplies: false writes each answer within the callback that read 
 
 t.test('an answer held for the end of the turn puts no listener of its own on the response', async t => {
   // Handed to Fastify as a resolved reply (a thenable), a held answer would make Fastify
-  // listen for the response's end on every request (Reply.then). Counted as the head is
-  // written, against a route of the application that answers at once.
-  const listeners = new Map<string, number>()
-  const fastify = Fastify()
-  fastify.addHook('onRequest', async (request, reply) => {
-    const writeHead = reply.raw.writeHead.bind(reply.raw) as (...args: unknown[]) => typeof reply.raw
-    reply.raw.writeHead = ((...args: unknown[]) => {
-      listeners.set(request.url, reply.raw.listenerCount('finish') + reply.raw.listenerCount('close') + reply.raw.listenerCount('error'))
-      return writeHead(...args)
-    }) as typeof reply.raw.writeHead
-  })
-  fastify.post('/plain', (_request, reply) => { reply.send({ ok: true }) })
-  await fastify.register(a2aWebSocket, { executor: conformanceAgent, card: conformanceCard })
-  await fastify.listen({ host: '127.0.0.1', port: 0 })
-  t.teardown(() => fastify.close())
-  const address = fastify.server.address()
-  const origin = `http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}`
+  // listen for the response's end on every request (Reply.then).
+  const { origin, listeners } = await orderServer(t)
 
   t.same((await post(origin + '/plain', {})).body, { ok: true })
   t.equal((await post(origin + '/', rpc('SendMessage', { message: userMessage('hello') }))).body.result.task.status.state, 'TASK_STATE_COMPLETED')
