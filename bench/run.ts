@@ -7,7 +7,7 @@ import os from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { clusterFanOut } from './cluster.js'
 import { handlerAllocation } from './handler-alloc.js'
-import { buildRows, renderTable, type Row } from './report.js'
+import { buildRows, ratiosPerRepetition, renderTable, type Row } from './report.js'
 import { httpUnary, idleConnections, streaming, webSocketUnary, type Plan } from './scenarios.js'
 import type { Figure } from './harness/stats.js'
 
@@ -99,6 +99,8 @@ for (const [name, reason] of Object.entries(failures)) console.log(`\n${name} fa
 const microseconds = (value: number) => value < 10 ? value.toFixed(1) : Math.round(value).toString()
 const cpu = Object.entries(figures).filter(([name]) => name.endsWith('.cpu'))
 if (cpu.length > 0) console.log(`\nserver CPU per call (p3: per event of the large stream): ${cpu.map(([name, value]) => `${name.slice(0, -'.cpu'.length)} ${microseconds(value?.median ?? 0)} µs`).join(', ')}`)
+const perRepetition = ratiosPerRepetition(figures)
+if (perRepetition.length > 0) console.log(`\nratios per repetition (the servers loaded in turn): ${perRepetition.map(({ label, ratios }) => `${label} ${ratios.map(ratio => ratio.toFixed(3)).join(' / ')}`).join('; ')}`)
 
 const resultsDir = fileURLToPath(new URL('../../bench/results/', import.meta.url))
 const file = `${resultsDir}${quick ? 'latest-quick.json' : 'latest.json'}`
@@ -112,6 +114,7 @@ await writeFile(file, JSON.stringify({
   scenarios: selected.map(scenario => scenario.title),
   figures,
   failures,
+  perRepetition,
   rows
 }, null, 2) + '\n')
 console.log(`\nraw results: ${file}`)
