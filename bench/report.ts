@@ -20,6 +20,26 @@ const kib = (bytes: number) => `${(bytes / 1024).toFixed(1)} KiB`
 const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`
 const verdict = (pass: boolean): Row['verdict'] => pass ? 'PASS' : 'MISS'
 
+/** A target that is this project's figure over another server's: one row of the table, and one line of the ratios per repetition. */
+interface RatioTarget {
+  label: string
+  scenario: string
+  ours: string
+  other: string
+  /** The column the other server's figure goes in. */
+  column: 'peer' | 'ceiling'
+  target: string
+  /** The ratio it must reach; none when the ratio is only reported. */
+  atLeast?: number
+}
+
+const RATIO_TARGETS = {
+  p1Peer: { label: 'P1 vs peer', scenario: 'P1 JSON-RPC SendMessage req/s, vs peer', ours: 'p1.ours.rps', other: 'p1.peer.rps', column: 'peer', target: '≥ 5×', atLeast: 5 },
+  p1Ceiling: { label: 'P1 vs ceiling', scenario: 'P1 JSON-RPC SendMessage req/s, vs ceiling', ours: 'p1.ours.rps', other: 'p1.ceiling.rps', column: 'ceiling', target: '≥ 0.6×', atLeast: 0.6 },
+  p2: { label: 'P2 vs ceiling', scenario: 'P2 WebSocket SendMessage round trips/s, 64 in flight', ours: 'p2.ours.rtps', other: 'p2.ceiling.rtps', column: 'ceiling', target: '≥ 0.5×', atLeast: 0.5 },
+  rest: { label: 'REST vs peer', scenario: 'REST message:send req/s, vs peer', ours: 'rest.ours.rps', other: 'rest.peer.rps', column: 'peer', target: 'reported' }
+} as const satisfies Record<string, RatioTarget>
+
 /** A row for each target whose figures were measured (`--only` may have left some out). */
 export function buildRows (figures: Figures, failures: Record<string, string>, chunks: { ours: readonly [number, number], peer: readonly [number, number] }, idleCounts: readonly [number, number]): Row[] {
   const m = (name: string) => figures[name]?.median
@@ -30,6 +50,19 @@ export function buildRows (figures: Figures, failures: Record<string, string>, c
   const [peerSmall, peerLarge] = chunks.peer
   const [idleSmall, idleLarge] = idleCounts
 
+  const ratioRow = (spec: RatioTarget) => add([spec.ours, spec.other], () => {
+    const ratio = (m(spec.ours) as number) / (m(spec.other) as number)
+    const other = count(m(spec.other) as number)
+    return {
+      scenario: spec.scenario,
+      ours: count(m(spec.ours) as number),
+      peer: spec.column === 'peer' ? other : '',
+      ceiling: spec.column === 'ceiling' ? other : '',
+      ratio: times(ratio),
+      target: spec.target,
+      verdict: spec.atLeast === undefined ? '—' : verdict(ratio >= spec.atLeast)
+    }
+  })
   /** What the bindings alone reach (servers/handler-stub.ts), against the same ceiling. */
   const bindingsAlone = (scenario: 'P1' | 'P2', stub: string, ceiling: string) => add([stub, ceiling], () => ({
     scenario: `${scenario} with the handler stubbed (the bindings alone), vs ceiling`,
@@ -40,14 +73,8 @@ export function buildRows (figures: Figures, failures: Record<string, string>, c
     target: 'reported',
     verdict: '—'
   }))
-  add(['p1.ours.rps', 'p1.peer.rps'], () => {
-    const ratio = (m('p1.ours.rps') as number) / (m('p1.peer.rps') as number)
-    return { scenario: 'P1 JSON-RPC SendMessage req/s, vs peer', ours: count(m('p1.ours.rps') as number), peer: count(m('p1.peer.rps') as number), ceiling: '', ratio: times(ratio), target: '≥ 5×', verdict: verdict(ratio >= 5) }
-  })
-  add(['p1.ours.rps', 'p1.ceiling.rps'], () => {
-    const ratio = (m('p1.ours.rps') as number) / (m('p1.ceiling.rps') as number)
-    return { scenario: 'P1 JSON-RPC SendMessage req/s, vs ceiling', ours: count(m('p1.ours.rps') as number), peer: '', ceiling: count(m('p1.ceiling.rps') as number), ratio: times(ratio), target: '≥ 0.6×', verdict: verdict(ratio >= 0.6) }
-  })
+  ratioRow(RATIO_TARGETS.p1Peer)
+  ratioRow(RATIO_TARGETS.p1Ceiling)
   add(['p1.ours.rps', 'p1.floor.rps', 'p1.ceiling.rps'], () => {
     const floor = m('p1.floor.rps') as number
     const ratio = (m('p1.ours.rps') as number) / floor
@@ -55,10 +82,7 @@ export function buildRows (figures: Figures, failures: Record<string, string>, c
     return { scenario: 'P1 JSON-RPC SendMessage req/s, vs floor (the answer alone)', ours: count(m('p1.ours.rps') as number), peer: '', ceiling: `${count(floor)} (${times(ofCeiling)} ceiling)`, ratio: times(ratio), target: 'reported', verdict: '—' }
   })
   bindingsAlone('P1', 'p1.stub.rps', 'p1.ceiling.rps')
-  add(['p2.ours.rtps', 'p2.ceiling.rtps'], () => {
-    const ratio = (m('p2.ours.rtps') as number) / (m('p2.ceiling.rtps') as number)
-    return { scenario: 'P2 WebSocket SendMessage round trips/s, 64 in flight', ours: count(m('p2.ours.rtps') as number), peer: '', ceiling: count(m('p2.ceiling.rtps') as number), ratio: times(ratio), target: '≥ 0.5×', verdict: verdict(ratio >= 0.5) }
-  })
+  ratioRow(RATIO_TARGETS.p2)
   bindingsAlone('P2', 'p2.stub.rtps', 'p2.ceiling.rtps')
   const peerStream = () => m('p3.peer.ratio') === undefined
     ? ''
@@ -109,20 +133,9 @@ export function buildRows (figures: Figures, failures: Record<string, string>, c
   add(['p4.ours.getTaskP99'], () => ({
     scenario: `P4 GetTask p99 on a fresh connection, ${count(idleLarge)} held`, ours: `${(m('p4.ours.getTaskP99') as number).toFixed(2)} ms`, peer: '', ceiling: '', ratio: '', target: 'reported', verdict: '—'
   }))
-  add(['rest.ours.rps', 'rest.peer.rps'], () => {
-    const ratio = (m('rest.ours.rps') as number) / (m('rest.peer.rps') as number)
-    return { scenario: 'REST message:send req/s, vs peer', ours: count(m('rest.ours.rps') as number), peer: count(m('rest.peer.rps') as number), ceiling: '', ratio: times(ratio), target: 'reported', verdict: '—' }
-  })
+  ratioRow(RATIO_TARGETS.rest)
   return rows
 }
-
-/** The ratio targets, each as its two figures: this project's and the other server's. */
-const PAIRED_RATIOS: ReadonlyArray<readonly [label: string, ours: string, other: string]> = [
-  ['P1 vs peer', 'p1.ours.rps', 'p1.peer.rps'],
-  ['P1 vs ceiling', 'p1.ours.rps', 'p1.ceiling.rps'],
-  ['P2 vs ceiling', 'p2.ours.rtps', 'p2.ceiling.rtps'],
-  ['REST vs peer', 'rest.ours.rps', 'rest.peer.rps']
-]
 
 export interface PairedRatio {
   label: string
@@ -139,7 +152,7 @@ export interface PairedRatio {
  */
 export function ratiosPerRepetition (figures: Figures): PairedRatio[] {
   const paired: PairedRatio[] = []
-  for (const [label, ours, other] of PAIRED_RATIOS) {
+  for (const { label, ours, other } of Object.values(RATIO_TARGETS)) {
     const mine = figures[ours]?.samples
     const theirs = figures[other]?.samples
     if (mine === undefined || theirs === undefined || mine.length < 2 || mine.length !== theirs.length) continue
