@@ -12,7 +12,8 @@ import type { A2AInterceptor, CallOutcome, InterceptedCall } from '../intercepto
 import { requestedExtensions, serviceParamsFromHeaders } from '../service-params.js'
 import * as requests from '../schema/requests.js'
 import { compile, type Validator } from '../schema/validate.js'
-import type { AgentCapabilities, StreamResponse } from '../schema/wire.js'
+import { compileSerializer, serializeStreamResponse } from '../schema/serialize.js'
+import { SendMessageResponse, Task, type AgentCapabilities, type StreamResponse } from '../schema/wire.js'
 
 export type MethodKind = 'unary' | 'stream'
 
@@ -21,19 +22,28 @@ export interface MethodSpec {
   kind: MethodKind
   validate: Validator<unknown>
   invoke (handler: RequestHandler, params: any, context: CallContext): Promise<unknown>
+  /** The JSON of a unary result, or of a stream's event. */
+  serialize (result: unknown): string
 }
 
-function method<P> (name: string, kind: MethodKind, validate: Validator<P>, invoke: (handler: RequestHandler, params: P, context: CallContext) => Promise<unknown>): MethodSpec {
-  return { name, kind, validate, invoke }
+// Tasks, messages and events are written as their schemas have them: unknown fields are
+// ignored (spec §5.7). Push configs and cards keep JSON.stringify's.
+const serializeTask = compileSerializer(Task)
+
+function method<P> (
+  name: string, kind: MethodKind, validate: Validator<P>, invoke: (handler: RequestHandler, params: P, context: CallContext) => Promise<unknown>,
+  serialize: (result: unknown) => string = JSON.stringify
+): MethodSpec {
+  return { name, kind, validate, invoke, serialize: kind === 'stream' ? serializeStreamResponse : serialize }
 }
 
 /** The eleven v1.0 methods (spec §3), by their JSON-RPC names. */
 export const methods: ReadonlyMap<string, MethodSpec> = new Map([
-  method('SendMessage', 'unary', compile(requests.SendMessageRequest), (h, p, c) => h.sendMessage(p, c)),
+  method('SendMessage', 'unary', compile(requests.SendMessageRequest), (h, p, c) => h.sendMessage(p, c), compileSerializer(SendMessageResponse)),
   method('SendStreamingMessage', 'stream', compile(requests.SendMessageRequest), (h, p, c) => h.sendStreamingMessage(p, c)),
-  method('GetTask', 'unary', compile(requests.GetTaskRequest), (h, p, c) => h.getTask(p, c)),
-  method('ListTasks', 'unary', compile(requests.ListTasksRequest), (h, p, c) => h.listTasks(p, c)),
-  method('CancelTask', 'unary', compile(requests.CancelTaskRequest), (h, p, c) => h.cancelTask(p, c)),
+  method('GetTask', 'unary', compile(requests.GetTaskRequest), (h, p, c) => h.getTask(p, c), serializeTask),
+  method('ListTasks', 'unary', compile(requests.ListTasksRequest), (h, p, c) => h.listTasks(p, c), compileSerializer(requests.ListTasksResponse)),
+  method('CancelTask', 'unary', compile(requests.CancelTaskRequest), (h, p, c) => h.cancelTask(p, c), serializeTask),
   method('SubscribeToTask', 'stream', compile(requests.SubscribeToTaskRequest), (h, p, c) => h.subscribeToTask(p, c)),
   method('CreateTaskPushNotificationConfig', 'unary', compile(requests.CreateTaskPushNotificationConfigRequest), (h, p, c) => h.createTaskPushNotificationConfig(p, c)),
   method('GetTaskPushNotificationConfig', 'unary', compile(requests.GetTaskPushNotificationConfigRequest), (h, p, c) => h.getTaskPushNotificationConfig(p, c)),

@@ -4,7 +4,7 @@ import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest }
 import { InvalidAgentResponseError, errorHeaders, toA2AError, type A2AError } from '../errors/index.js'
 import { requestedVersion } from '../service-params.js'
 import { httpCallContext, sendHttpAnswer, type HttpDispatcherOptions } from './call.js'
-import { failure, failureObject, parseEnvelope, success, type JsonRpcId } from './rpc.js'
+import { failure, failureObject, parseEnvelope, successOf, type JsonRpcId } from './rpc.js'
 import { coalesceReplies } from './coalesce.js'
 import { writeSse } from './sse.js'
 
@@ -62,14 +62,14 @@ export async function jsonRpcDispatcher (fastify: FastifyInstance, options: Http
         return
       }
       if (result.kind === 'unary') {
-        reply.type('application/json').send(success(replyId, result.value))
+        reply.type('application/json').send(successOf(replyId, method.serialize(result.value)))
         return
       }
       // Errors before the first event are plain JSON-RPC responses: read it first.
       const first = await result.events.next()
       if (first.done === true) throw new InvalidAgentResponseError('the stream ended before its first event')
       await writeSse(reply, first.value, result.events, {
-        event: (event) => success(replyId, event),
+        event: (event) => successOf(replyId, method.serialize(event)),
         error: (error) => JSON.stringify(failureObject(replyId, error))
       }, (error) => logInternal(request, error))
     } catch (error) {

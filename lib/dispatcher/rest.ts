@@ -131,14 +131,14 @@ export async function restDispatcher (fastify: FastifyInstance, options: HttpDis
     const result = await runner.run(spec, params, requestedVersion(context.serviceParams, request.query), context, request)
     if (context.extensions.length > 0) reply.header('a2a-extensions', context.extensions.join(', '))
     if (result.kind === 'unary') {
-      reply.type(responseType(request.headers.accept)).send(JSON.stringify(result.value))
+      reply.type(responseType(request.headers.accept)).send(spec.serialize(result.value))
       return
     }
     // Errors before the first event are plain error responses: read it first.
     const first = await result.events.next()
     if (first.done === true) throw new InvalidAgentResponseError('the stream ended before its first event')
     await writeSse(reply, first.value, result.events, {
-      event: (event) => JSON.stringify(event),
+      event: (event) => spec.serialize(event),
       error: (error) => JSON.stringify(toRestError(error))
     }, (error) => logInternal(request, error))
   }

@@ -52,8 +52,12 @@ export function readEnvelope (value: unknown): Envelope {
 }
 
 export function success (id: JsonRpcId, result: unknown): string {
-  // One stringify makes one flat string: pieces joined around it would be copied again when written.
-  return JSON.stringify({ jsonrpc: '2.0', id, result })
+  return successOf(id, JSON.stringify(result))
+}
+
+/** A success response around a result already serialised (`MethodSpec.serialize`). */
+export function successOf (id: JsonRpcId, resultJson: string): string {
+  return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${resultJson}}`
 }
 
 export function failure (id: JsonRpcId, error: A2AError): string {

@@ -13,9 +13,10 @@ import type { CallContext } from '../handler/executor.js'
 import { windowCounter, type RateLimitStore, type WindowCounter } from '../interceptors/rate-limit.js'
 import { DEFAULT_MAX_JSON_DEPTH } from '../json-guard.js'
 import type { StreamResponse } from '../schema/wire.js'
+import { serializeStreamResponse } from '../schema/serialize.js'
 import { requestedExtensions, requestedVersion, type ServiceParams } from '../service-params.js'
 import type { CallRunner } from './call.js'
-import { failure, success, type JsonRpcId, type JsonRpcRequest } from './rpc.js'
+import { failure, successOf, type JsonRpcId, type JsonRpcRequest } from './rpc.js'
 import { A2A_V1_SUBPROTOCOL, CloseCode, RETRY_AFTER_MS, a2aV1, seed000, type Close, type Dialect, type Incoming } from './websocket-dialects.js'
 
 export { A2A_V1_BINDING, A2A_V1_SUBPROTOCOL, CloseCode, STREAM_COMPLETE, WEBSOCKET_BINDING_URI } from './websocket-dialects.js'
@@ -212,7 +213,7 @@ export function makeWebSocketServer (options: WebSocketServerOptions): WebSocket
       try {
         const result = await options.runner.run(request.method, request.params, version, context, info.request)
         if (result.kind === 'unary') {
-          if (!notification) send(connection, success(id, result.value))
+          if (!notification) send(connection, successOf(id, request.method.serialize(result.value)))
           return
         }
         await pipeStream(connection, stream as OpenStream, result.events)
@@ -250,7 +251,7 @@ export function makeWebSocketServer (options: WebSocketServerOptions): WebSocket
           refuse(connection, id, new StreamLaggedError(dropped).with({ metadata: { droppedEvents: String(dropped) } }))
           return
         }
-        send(connection, success(id, next.value))
+        send(connection, successOf(id, serializeStreamResponse(next.value)))
         if (connection.served.dialect.controlsStreams) await nextTurn()
       }
       if (!stopped()) send(connection, connection.served.dialect.end(id))

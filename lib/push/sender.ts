@@ -13,6 +13,7 @@ import { invalidParams } from '../errors/index.js'
 import type { Logger, TaskRef } from '../handler/request-handler.js'
 import type { OutboxDelivery, TaskKey } from '../cluster/types.js'
 import type { StreamResponse, TaskPushNotificationConfig } from '../schema/wire.js'
+import { serializeStreamResponse } from '../schema/serialize.js'
 import type { PushConfigStore } from '../store/types.js'
 import { hostOf, WebhookGuard, WebhookRefusedError, type Resolver } from './ssrf.js'
 
@@ -223,7 +224,7 @@ export class PushSender {
   /** Queues deliveries taken over from an instance that died, in their recorded order. */
   resume (deliveries: OutboxDelivery[]): void {
     for (const { id, tenant, taskId, contextId, configId, event } of deliveries) {
-      this.#enqueue({ event, body: JSON.stringify(event), ref: { taskId, contextId, scope: { tenant } }, configId, outboxId: id })
+      this.#enqueue({ event, body: serializeStreamResponse(event), ref: { taskId, contextId, scope: { tenant } }, configId, outboxId: id })
     }
   }
 
@@ -249,7 +250,7 @@ export class PushSender {
       let configIds = page.configs.map(config => config.id as string)
       if (onlyBehind && configIds.length > 0) configIds = await this.#outbox?.behind(ref, configIds, version as number) ?? []
       const outboxIds = this.#outbox === undefined || configIds.length === 0 ? [] : await this.#outbox.record(ref, event, configIds, version)
-      configIds.forEach((configId, i) => this.#enqueue({ event, body: body ??= JSON.stringify(event), ref, configId, outboxId: outboxIds[i] }))
+      configIds.forEach((configId, i) => this.#enqueue({ event, body: body ??= serializeStreamResponse(event), ref, configId, outboxId: outboxIds[i] }))
       pageToken = page.nextPageToken
     } while (pageToken !== '')
   }
