@@ -51,10 +51,6 @@ export function readEnvelope (value: unknown): Envelope {
   return { ok: true, request }
 }
 
-export function success (id: JsonRpcId, result: unknown): string {
-  return successOf(id, JSON.stringify(result))
-}
-
 /** A success response around a result already serialised (`MethodSpec.serialize`). */
 export function successOf (id: JsonRpcId, resultJson: string): string {
   return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${resultJson}}`

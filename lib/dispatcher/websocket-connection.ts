@@ -13,7 +13,6 @@ import type { CallContext } from '../handler/executor.js'
 import { windowCounter, type RateLimitStore, type WindowCounter } from '../interceptors/rate-limit.js'
 import { DEFAULT_MAX_JSON_DEPTH } from '../json-guard.js'
 import type { StreamResponse } from '../schema/wire.js'
-import { serializeStreamResponse } from '../schema/serialize.js'
 import { requestedExtensions, requestedVersion, type ServiceParams } from '../service-params.js'
 import type { CallRunner } from './call.js'
 import { failure, successOf, type JsonRpcId, type JsonRpcRequest } from './rpc.js'
@@ -216,7 +215,7 @@ export function makeWebSocketServer (options: WebSocketServerOptions): WebSocket
           if (!notification) send(connection, successOf(id, request.method.serialize(result.value)))
           return
         }
-        await pipeStream(connection, stream as OpenStream, result.events)
+        await pipeStream(connection, stream as OpenStream, result.events, request.method.serialize)
       } catch (error) {
         const a2aError = toA2AError(error)
         // A cancelled stream's end frame is its last: what fails after it is only logged.
@@ -232,7 +231,7 @@ export function makeWebSocketServer (options: WebSocketServerOptions): WebSocket
     }
   }
 
-  async function pipeStream (connection: OpenConnection, stream: OpenStream, events: AsyncIterableIterator<StreamResponse>): Promise<void> {
+  async function pipeStream (connection: OpenConnection, stream: OpenStream, events: AsyncIterableIterator<StreamResponse>, serialize: (event: StreamResponse) => string): Promise<void> {
     const { socket } = connection
     const { id } = stream
     const stopped = () => !socket.isOpen || stream.cancelled
@@ -251,7 +250,7 @@ export function makeWebSocketServer (options: WebSocketServerOptions): WebSocket
           refuse(connection, id, new StreamLaggedError(dropped).with({ metadata: { droppedEvents: String(dropped) } }))
           return
         }
-        send(connection, successOf(id, serializeStreamResponse(next.value)))
+        send(connection, successOf(id, serialize(next.value)))
         if (connection.served.dialect.controlsStreams) await nextTurn()
       }
       if (!stopped()) send(connection, connection.served.dialect.end(id))

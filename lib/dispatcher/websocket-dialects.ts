@@ -9,7 +9,7 @@ import {
 } from '../errors/index.js'
 import { parseJson } from '../json-guard.js'
 import { serviceParamsFromMap, type ServiceParams } from '../service-params.js'
-import { parseEnvelope, readEnvelope, success, type Envelope, type JsonRpcId, type JsonRpcRequest } from './rpc.js'
+import { parseEnvelope, readEnvelope, successOf, type Envelope, type JsonRpcId, type JsonRpcRequest } from './rpc.js'
 
 export const WEBSOCKET_BINDING_URI = 'https://a2a-rust.com/bindings/websocket/v1'
 /** The a2a.v1 dialect's `protocolBinding` in the card (seed 001). */
@@ -18,6 +18,7 @@ export const A2A_V1_SUBPROTOCOL = 'a2a.v1'
 
 /** Seed 000's transport marker after a stream's last event (§4); not a StreamResponse. */
 export const STREAM_COMPLETE = { status: 'stream_complete' } as const
+const STREAM_COMPLETE_JSON = JSON.stringify(STREAM_COMPLETE)
 
 /** Close codes (RFC 6455 §7.4.1, and the 4000 range of seed 001). */
 export const CloseCode = {
@@ -84,7 +85,7 @@ export const seed000: Dialect = {
   controlsStreams: false,
   read: (text, maxJsonDepth) => fromEnvelope(parseEnvelope(text, maxJsonDepth)),
   binary: () => refused(null, new JsonParseError()),
-  end: (id) => success(id, STREAM_COMPLETE),
+  end: (id) => successOf(id, STREAM_COMPLETE_JSON),
   busy: (limit) => new UnavailableError(`${limit} requests are in progress on this connection`).with({ details: [retryInfo(RETRY_AFTER_MS)] }),
   closeAfter: () => undefined
 }
