@@ -6,16 +6,16 @@ import { newId } from '../lib/ids.js'
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
 
 t.test('every id is a version-4 UUID, and no id repeats across pool refills', async t => {
-  // 256 ids per pool: 30,000 ids span over a hundred refills.
+  // 4,096 ids per pool: 100,000 ids span two dozen refills.
   const seen = new Set<string>()
   let malformed = 0
-  for (let i = 0; i < 30_000; i++) {
+  for (let i = 0; i < 100_000; i++) {
     const id = newId()
     if (!UUID_V4.test(id)) malformed++
     seen.add(id)
   }
   t.equal(malformed, 0)
-  t.equal(seen.size, 30_000)
+  t.equal(seen.size, 100_000)
 })
 
 t.test('the random bits are spread: each hex position other than the fixed ones takes every value', async t => {
