@@ -14,13 +14,6 @@ type Generated = (value: unknown) => string | undefined
 const NEEDS_ESCAPE = /[\u0000-\u001f"\\\ud800-\udfff]/
 
 function quote (text: string): string {
-  if (text.length < 32) {
-    for (let i = 0; i < text.length; i++) {
-      const code = text.charCodeAt(i)
-      if (code < 0x20 || code === 0x22 || code === 0x5c || (code >= 0xd800 && code <= 0xdfff)) return JSON.stringify(text)
-    }
-    return '"' + text + '"'
-  }
   return NEEDS_ESCAPE.test(text) ? JSON.stringify(text) : '"' + text + '"'
 }
 
@@ -137,9 +130,10 @@ class Generator {
 
 /** The JSON of values of `schema`: the fields it names, in its order; `JSON.stringify`'s for any other value. */
 export function compileSerializer (schema: TSchema): (value: unknown) => string {
+  const kind = kindOf(schema)
+  if (kind !== 'object' && kind !== 'array') return (value) => JSON.stringify(value)
   const generator = new Generator()
-  const entry = kindOf(schema) === 'object' || kindOf(schema) === 'array' ? generator.functionFor(schema) : undefined
-  if (entry === undefined) return (value) => JSON.stringify(value)
+  const entry = generator.functionFor(schema)
   // Generated code, as TypeBox's Compile generates the validators: named property loads V8 caches.
   const fast = new Function(...Object.keys(runtime), `${generator.source}\nreturn ${entry}`)(...Object.values(runtime)) as Generated
   return (value) => fast(value) ?? JSON.stringify(value)
