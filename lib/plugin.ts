@@ -12,7 +12,9 @@ import { CallRunner } from './dispatcher/call.js'
 import { AGENT_CARD_PATH, buildCard, cardRoute, renderCard, type RenderedCard, type ServedBinding } from './dispatcher/card.js'
 import { signAgentCard } from './card/signing.js'
 import { JSONRPC_BINDING, jsonRpcDispatcher, logInternal } from './dispatcher/jsonrpc.js'
-import { WEBSOCKET_BINDING_URI, guardHandshakes, refuseUpgrades, selectProtocol, webSocketDispatcher } from './dispatcher/websocket.js'
+import {
+  WEBSOCKET_BINDING_URI, closeUpgradesAnsweredOverHttp, guardHandshakes, refuseUpgrades, selectProtocol, webSocketDispatcher
+} from './dispatcher/websocket.js'
 import { A2A_V1_BINDING, makeWebSocketServer } from './dispatcher/websocket-connection.js'
 import fastifyWebsocket from '@fastify/websocket'
 import fastifyCors, { type FastifyCorsOptions } from '@fastify/cors'
@@ -193,21 +195,10 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
       await cluster.stop()
     }
   }
-  if (fastify.hasDecorator('websocketServer')) {
-    fastify.addHook('preClose', shutdown)
-  } else {
-    await fastify.register(fastifyWebsocket, {
-      // a2a.v1 is selected when offered (seed 001); otherwise none is, as seed 000 §1 says.
-      options: {
-        maxPayload: Math.max(ws.maxMessageSize, ws.a2aV1?.maxMessageSize ?? 0),
-        handleProtocols: (offered: Set<string>) => selectProtocol(offered, ws.a2aV1 !== undefined) ?? false
-      },
-      preClose: async () => {
-        await shutdown()
-        fastify.websocketServer.close()
-      }
-    })
-  }
+  // @fastify/websocket registered by the user (before this plugin) serves the WebSocket
+  // route as it is; otherwise this plugin registers its own (below).
+  const ownWebSocketPlugin = !fastify.hasDecorator('websocketServer')
+  if (!ownWebSocketPlugin) fastify.addHook('preClose', shutdown)
   if (ws.handshakeTimeout > 0) {
     const unguard = guardHandshakes(fastify.server, ws.handshakeTimeout)
     fastify.addHook('onClose', async () => unguard())
@@ -218,17 +209,43 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
     const http = { runner, bodyLimit: options.bodyLimit, maxJsonDepth: options.maxJsonDepth, coalesceReplies: options.coalesceReplies }
     await a2a.register(jsonRpcDispatcher, http)
     await a2a.register(restDispatcher, http)
-    await a2a.register(webSocketDispatcher, {
-      server: wsServer,
-      allowedOrigins: ws.allowedOrigins,
-      requireOrigin: ws.requireOrigin,
-      maxConnections: ws.maxConnections,
-      allowMissingVersion: options.allowMissingVersion,
-      interceptors: chain,
-      a2aV1: ws.a2aV1,
-      authenticate: auth?.upgrade
+    // @fastify/websocket in a context of its own: its hooks (onRequest, onResponse) and the
+    // wrapper it puts around route handlers then apply to the WebSocket route alone, not
+    // to every route of the instance, the user's included.
+    await a2a.register(async (wsContext) => {
+      if (ownWebSocketPlugin) {
+        await wsContext.register(fastifyWebsocket, {
+          // a2a.v1 is selected when offered (seed 001); otherwise none is, as seed 000 §1 says.
+          options: {
+            maxPayload: Math.max(ws.maxMessageSize, ws.a2aV1?.maxMessageSize ?? 0),
+            handleProtocols: (offered: Set<string>) => selectProtocol(offered, ws.a2aV1 !== undefined) ?? false
+          },
+          preClose: async () => {
+            await shutdown()
+            wsContext.websocketServer.close()
+          }
+        })
+        // On the instance as well, as when @fastify/websocket is registered there: a later
+        // registration of it then fails (two would both route every upgrade).
+        fastify.decorate('websocketServer', wsContext.websocketServer)
+        fastify.decorate('injectWS', wsContext.injectWS)
+      }
+      await wsContext.register(webSocketDispatcher, {
+        server: wsServer,
+        allowedOrigins: ws.allowedOrigins,
+        requireOrigin: ws.requireOrigin,
+        maxConnections: ws.maxConnections,
+        allowMissingVersion: options.allowMissingVersion,
+        interceptors: chain,
+        a2aV1: ws.a2aV1,
+        authenticate: auth?.upgrade
+      })
     })
   }, { prefix })
+  if (ownWebSocketPlugin) {
+    const unclose = closeUpgradesAnsweredOverHttp(fastify.server)
+    fastify.addHook('onClose', async () => unclose())
+  }
 }
 
 /** CORS for the A2A routes: the A2A service parameters may be sent, and the headers a client reads are exposed. */

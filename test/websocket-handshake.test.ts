@@ -1,9 +1,39 @@
 // Seed 000 §1 and §7: the upgrade, its refusals (HTTP status + the REST error body), the
 // Origin check, the connection cap, and the card's advertisement of the binding.
+import { connect as netConnect } from 'node:net'
+import Fastify from 'fastify'
+import fastifyWebsocket from '@fastify/websocket'
 import t from 'tap'
-import { WEBSOCKET_BINDING_URI } from '../lib/index.js'
+import { WEBSOCKET_BINDING_URI, a2aWebSocket } from '../lib/index.js'
+import { conformanceAgent, conformanceCard } from '../examples/agent.js'
 import { startServer } from './helpers/server.js'
 import { connect, rawUpgrade, refusedUpgrade, wsUrl } from './helpers/ws.js'
+
+/**
+ * Sends a WebSocket upgrade request to `path` and reads until the server closes the
+ * connection: everything it wrote. Rejects if the server still holds it open after 5 s.
+ */
+function upgradeUntilClosed (origin: string, path: string): Promise<string> {
+  const { hostname, port } = new URL(origin)
+  return new Promise((resolve, reject) => {
+    const socket = netConnect(Number(port), hostname)
+    const chunks: Buffer[] = []
+    const timer = setTimeout(() => {
+      socket.destroy()
+      reject(new Error(`the server kept the connection open after answering: ${Buffer.concat(chunks).toString('latin1')}`))
+    }, 5000)
+    socket.on('data', chunk => chunks.push(chunk))
+    socket.on('error', () => {})
+    socket.on('close', () => {
+      clearTimeout(timer)
+      resolve(Buffer.concat(chunks).toString('latin1'))
+    })
+    socket.write([
+      `GET ${path} HTTP/1.1`, `Host: ${hostname}:${port}`, 'Upgrade: websocket', 'Connection: Upgrade',
+      'Sec-WebSocket-Version: 13', 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==', 'A2A-Version: 1.0', '', ''
+    ].join('\r\n'))
+  })
+}
 
 t.test('101 Switching Protocols; no subprotocol selected when none is offered', async t => {
   const server = await startServer()
@@ -102,4 +132,73 @@ t.test('an HTTP request to the upgrade path without Upgrade is not a WebSocket',
   const server = await startServer()
   t.teardown(() => server.close())
   t.equal((await fetch(`${server.origin}/?A2A-Version=1.0`)).status, 404)
+})
+
+t.test('an upgrade request to another path gets that path\'s HTTP answer, then the server closes the connection', async t => {
+  const fastify = Fastify()
+  fastify.get('/before', async () => ({ route: 'before' }))
+  await fastify.register(a2aWebSocket, { executor: conformanceAgent, card: conformanceCard, prefix: '/agent' })
+  fastify.get('/after', async () => ({ route: 'after' }))
+  await fastify.listen({ host: '127.0.0.1', port: 0 })
+  t.teardown(() => fastify.close())
+  const origin = `http://127.0.0.1:${(fastify.server.address() as { port: number }).port}`
+
+  const card = await upgradeUntilClosed(origin, '/.well-known/agent-card.json')
+  t.match(card, /^HTTP\/1\.1 200 OK\r\n/)
+  t.match(card, /"protocolBinding":"JSONRPC"/, 'the card itself')
+  t.match(await upgradeUntilClosed(origin, '/nowhere'), /^HTTP\/1\.1 404 Not Found\r\n/)
+  t.match(await upgradeUntilClosed(origin, '/agent/tasks/x'), /^HTTP\/1\.1 404 Not Found\r\n[^]*"reason":"TASK_NOT_FOUND"/, 'a REST route answers as it does over HTTP')
+  for (const route of ['before', 'after']) {
+    const answer = await upgradeUntilClosed(origin, `/${route}`)
+    t.match(answer, /^HTTP\/1\.1 200 OK\r\n/)
+    t.ok(answer.endsWith(`{"route":"${route}"}`), `the user's route registered ${route} the plugin answers`)
+  }
+  const client = await connect(wsUrl(origin, '/agent'))
+  t.equal((await client.request('GetTask', { id: 'x' })).error.code, -32001, 'the WebSocket route still upgrades')
+  client.close()
+})
+
+t.test('@fastify/websocket stays on the WebSocket route: no hook of it on any other route', async t => {
+  const fastify = Fastify()
+  fastify.get('/before', async () => 'before')
+  await fastify.register(a2aWebSocket, { executor: conformanceAgent, card: conformanceCard, prefix: '/agent' })
+  fastify.get('/after', async () => 'after')
+  await fastify.ready()
+  t.teardown(() => fastify.close())
+  const routes = fastify.printRoutes({ includeHooks: true, commonPrefix: false })
+  /** The hook lines printed under a route's line (`path (METHODS)`), up to the next route. */
+  const hooksOf = (route: string) => {
+    const lines = routes.split('\n')
+    const at = lines.findIndex(line => line.endsWith(route))
+    t.not(at, -1, route)
+    const hooks: string[] = []
+    for (let i = at + 1; i < lines.length && (lines[i] as string).includes('•'); i++) hooks.push((lines[i] as string).replace(/^[\s│]*• /, ''))
+    return hooks
+  }
+  t.same(hooksOf('/before (GET)'), [], 'a route registered before the plugin')
+  t.same(hooksOf('/after (GET)'), [], 'a route registered after it')
+  t.same(hooksOf('/agent (POST)'), ['(onSend) ["anonymous()"]'], 'JSON-RPC: its reply coalescing alone')
+  t.same(hooksOf('/agent (GET)'), ['(onRequest) ["anonymous()","checkUpgrade()"]', '(onResponse) ["anonymous()"]'], 'the WebSocket route: @fastify/websocket\'s and the handshake checks')
+  // As when @fastify/websocket is registered on the instance; a second registration of it then fails.
+  t.ok(fastify.hasDecorator('websocketServer'), 'the instance has @fastify/websocket\'s server')
+  t.equal(fastify.websocketServer.clients.size, 0)
+  t.equal(typeof fastify.injectWS, 'function')
+})
+
+t.test('@fastify/websocket registered by the user before the plugin serves the WebSocket route', async t => {
+  const fastify = Fastify()
+  // As the README says: a preClose that leaves the connections to the plugin's shutdown.
+  await fastify.register(fastifyWebsocket, { preClose: (done) => done() })
+  const ownServer = fastify.websocketServer
+  await fastify.register(a2aWebSocket, { executor: conformanceAgent, card: conformanceCard })
+  await fastify.listen({ host: '127.0.0.1', port: 0 })
+  const origin = `http://127.0.0.1:${(fastify.server.address() as { port: number }).port}`
+  let connections = 0
+  ownServer.on('connection', () => { connections++ })
+  const client = await connect(wsUrl(origin))
+  t.equal((await client.request('GetTask', { id: 'x' })).error.code, -32001)
+  t.equal(connections, 1, 'through the user\'s WebSocket server')
+  t.match(await upgradeUntilClosed(origin, '/nowhere'), /^HTTP\/1\.1 404 Not Found\r\n/, 'its own hooks close an upgrade answered over HTTP')
+  await fastify.close()
+  t.equal((await client.closed).code, 1001, 'the plugin\'s shutdown still closes its connections with 1001')
 })

@@ -2,7 +2,7 @@
 // compiled schemas, the version and extension checks, then the handler. Every
 // dispatcher goes through `CallRunner.run`, so each binding checks the same things in
 // the same order: method (-32601), params (-32602), version (-32009), extensions.
-import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import {
   ExtensionSupportRequiredError, UnavailableError, UnsupportedOperationError, VersionNotSupportedError, invalidParams, toA2AError
 } from '../errors/index.js'
@@ -73,6 +73,19 @@ export function httpCallContext (binding: string, method: string, request: Fasti
   const serviceParams = serviceParamsFromHeaders(request.raw.rawHeaders)
   serviceParams[':path'] = request.url.split('?')[0] as string
   return { binding, method, serviceParams, tenant, extensions: requestedExtensions(serviceParams) }
+}
+
+/**
+ * Every body of the binding is read as text, whatever its media type, for the binding to
+ * parse. The JSON media types are registered by name beside the catch-all: Fastify keeps
+ * the parser it found for a Content-Type header only when one is registered under that
+ * type, and for the catch-all parses the header again at every request.
+ */
+export function readBodiesAsText (fastify: FastifyInstance, bodyLimit: number): void {
+  fastify.removeAllContentTypeParsers()
+  const asText = (_request: FastifyRequest, body: string | Buffer, done: (error: null, body: string | Buffer) => void) => { done(null, body) }
+  fastify.addContentTypeParser(['application/json', 'application/a2a+json'], { parseAs: 'string', bodyLimit }, asText)
+  fastify.addContentTypeParser('*', { parseAs: 'string', bodyLimit }, asText)
 }
 
 /**

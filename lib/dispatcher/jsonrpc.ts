@@ -3,7 +3,7 @@
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { InvalidAgentResponseError, errorHeaders, toA2AError, type A2AError } from '../errors/index.js'
 import { requestedVersion } from '../service-params.js'
-import { httpCallContext, sendHttpAnswer, type HttpDispatcherOptions } from './call.js'
+import { httpCallContext, readBodiesAsText, sendHttpAnswer, type HttpDispatcherOptions } from './call.js'
 import { failure, failureObject, parseEnvelope, successOf, type JsonRpcId } from './rpc.js'
 import { coalesceReplies } from './coalesce.js'
 import { writeSse } from './sse.js'
@@ -28,8 +28,7 @@ export async function jsonRpcDispatcher (fastify: FastifyInstance, options: Http
   const { runner } = options
 
   // The body is parsed once, here, so that bad JSON is a JSON-RPC error and not Fastify's.
-  fastify.removeAllContentTypeParsers()
-  fastify.addContentTypeParser('*', { parseAs: 'string', bodyLimit: options.bodyLimit }, (_request, body, done) => done(null, body))
+  readBodiesAsText(fastify, options.bodyLimit)
 
   fastify.setErrorHandler((error, request, reply) => {
     sendError(request, reply, null, toA2AError(error, options.bodyLimit))

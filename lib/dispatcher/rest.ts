@@ -10,7 +10,7 @@ import {
 import { merged } from '../copy.js'
 import * as requests from '../schema/requests.js'
 import { requestedVersion } from '../service-params.js'
-import { httpCallContext, methods, sendHttpAnswer, type HttpDispatcherOptions, type MethodSpec } from './call.js'
+import { httpCallContext, methods, readBodiesAsText, sendHttpAnswer, type HttpDispatcherOptions, type MethodSpec } from './call.js'
 import { coalesceReplies } from './coalesce.js'
 import { parseJson } from '../json-guard.js'
 import { logInternal } from './jsonrpc.js'
@@ -116,8 +116,7 @@ export async function restDispatcher (fastify: FastifyInstance, options: HttpDis
 
   // The body is read as text and parsed by the route, so that an unknown route is a 404
   // whatever its body, and bad JSON or another media type is the binding's error.
-  fastify.removeAllContentTypeParsers()
-  fastify.addContentTypeParser('*', { parseAs: 'string', bodyLimit: options.bodyLimit }, (_request, body, done) => done(null, body))
+  readBodiesAsText(fastify, options.bodyLimit)
 
   fastify.setErrorHandler((error, request, reply) => sendError(request, reply, toA2AError(error, options.bodyLimit)))
   if (options.coalesceReplies) coalesceReplies(fastify)

@@ -4,8 +4,9 @@
 // per-identity cap), the connection-scoped service parameters, and the thin adapter from
 // a `ws` socket to the connection logic in websocket-connection.ts.
 import { newId } from '../ids.js'
-import type { Server } from 'node:http'
+import { ServerResponse, type IncomingMessage, type Server } from 'node:http'
 import type { Socket } from 'node:net'
+import type { Duplex } from 'node:stream'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { WebSocket } from 'ws'
 import type {} from '@fastify/websocket'
@@ -147,6 +148,29 @@ export function refuseUpgrades (server: Server): void {
   server.on('upgrade', (_request, socket: Socket) => {
     socket.end(`HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/a2a+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`)
   })
+}
+
+/**
+ * Closes the connection of an upgrade request that a route answers over plain HTTP (any
+ * route but the WebSocket one, or the 404 handler) once the answer is written: Node no
+ * longer reads that connection as HTTP, and with @fastify/websocket's hooks kept to the
+ * WebSocket route's context, nothing else would close it. Listens after
+ * @fastify/websocket, which has by then given the socket the response the route writes.
+ * An upgraded connection's response is never finished.
+ */
+export function closeUpgradesAnsweredOverHttp (server: Server): () => void {
+  const onUpgrade = (_request: IncomingMessage, socket: Duplex) => {
+    // The response Node's ServerResponse.assignSocket recorded on the socket.
+    const response = (socket as { _httpMessage?: unknown })._httpMessage
+    if (response instanceof ServerResponse) response.on('finish', destroyConnection)
+  }
+  server.on('upgrade', onUpgrade)
+  return () => { server.off('upgrade', onUpgrade) }
+}
+
+/** A 'finish' listener: one function for every response, no closure per upgrade. */
+function destroyConnection (this: ServerResponse): void {
+  this.socket?.destroy()
 }
 
 /**
