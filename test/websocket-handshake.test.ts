@@ -182,7 +182,16 @@ t.test('@fastify/websocket stays on the WebSocket route: no hook of it on any ot
   // As when @fastify/websocket is registered on the instance; a second registration of it then fails.
   t.ok(fastify.hasDecorator('websocketServer'), 'the instance has @fastify/websocket\'s server')
   t.equal(fastify.websocketServer.clients.size, 0)
-  t.equal(typeof fastify.injectWS, 'function')
+  const injected = await fastify.injectWS('/agent?A2A-Version=1.0', { headers: { 'x-tenant-hint': 'a' } })
+  const replies: any[] = []
+  injected.on('message', (data) => replies.push(JSON.parse(data.toString())))
+  injected.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: 'x' } }))
+  injected.send(JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'SendMessage', params: { message: { messageId: 'm-params', role: 'ROLE_USER', parts: [{ text: 'params' }] } } }))
+  await new Promise<void>(resolve => { const wait = () => replies.length === 2 ? resolve() : setTimeout(wait, 5); wait() })
+  t.equal(replies[0].error.code, -32001, 'fastify.injectWS reaches the WebSocket route')
+  t.match(replies[1].result.task.artifacts[0].parts[0].data, { 'x-tenant-hint': 'a', 'a2a-version': '1.0', ':path': '/agent' }, 'the injected upgrade\'s headers are the service parameters')
+  t.equal(fastify.websocketServer.clients.size, 1)
+  injected.terminate()
 })
 
 t.test('@fastify/websocket registered by the user before the plugin serves the WebSocket route', async t => {
@@ -201,4 +210,22 @@ t.test('@fastify/websocket registered by the user before the plugin serves the W
   t.match(await upgradeUntilClosed(origin, '/nowhere'), /^HTTP\/1\.1 404 Not Found\r\n/, 'its own hooks close an upgrade answered over HTTP')
   await fastify.close()
   t.equal((await client.closed).code, 1001, 'the plugin\'s shutdown still closes its connections with 1001')
+})
+
+t.test('fastify.injectWS holds a connection slot until its WebSocket closes', async t => {
+  const fastify = Fastify()
+  await fastify.register(a2aWebSocket, { executor: conformanceAgent, card: conformanceCard, websocket: { maxConnections: 1 } })
+  await fastify.ready()
+  t.teardown(() => fastify.close())
+  const first = await fastify.injectWS('/?A2A-Version=1.0')
+  await t.rejects(fastify.injectWS('/?A2A-Version=1.0'), { message: 'Unexpected server response: 503' }, 'the one slot is held')
+  // The server's end of an injected connection closes when its stream does (terminate);
+  // a close handshake through injectWS's in-memory streams never completes.
+  const closed = new Promise(resolve => first.once('close', resolve))
+  for (const socket of fastify.websocketServer.clients) socket.terminate()
+  await closed
+  t.equal(fastify.websocketServer.clients.size, 0)
+  const second = await fastify.injectWS('/?A2A-Version=1.0')
+  t.equal(fastify.websocketServer.clients.size, 1, 'the slot was freed when the first closed')
+  second.terminate()
 })

@@ -50,6 +50,17 @@ function refuse (reply: FastifyReply, error: A2AError): FastifyReply {
   return reply.code(error.row.httpStatus).headers(errorHeaders(error)).type('application/a2a+json').send(JSON.stringify(toRestError(error)))
 }
 
+/**
+ * The upgrade's header lines. `fastify.injectWS` (@fastify/websocket's test helper) hands a
+ * request with `headers` alone: its lines are rebuilt from them.
+ */
+function rawHeadersOf (request: FastifyRequest): string[] {
+  const lines = request.raw.rawHeaders as string[] | undefined
+  if (lines !== undefined) return lines
+  return Object.entries(request.headers).flatMap(([name, value]) =>
+    value === undefined ? [] : (Array.isArray(value) ? value : [value]).flatMap(one => [name, String(one)]))
+}
+
 function adapt (socket: WebSocket): WebSocketLike {
   // `ws` writes each frame to its TCP socket at once and offers no batching of its own:
   // corking that socket makes a burst of frames one write (`ws` counts what it holds in `bufferedAmount`).
@@ -68,6 +79,8 @@ function adapt (socket: WebSocket): WebSocketLike {
 export async function webSocketDispatcher (fastify: FastifyInstance, options: WebSocketDispatcherOptions): Promise<void> {
   const allowed = options.allowedOrigins === undefined ? undefined : new Set(options.allowedOrigins.map(origin => origin.toLowerCase()))
   const handshakes = new WeakMap<FastifyRequest, ConnectionInfo>()
+  /** The release of an injected upgrade's slots (`fastify.injectWS`: no TCP connection to wait for). */
+  const injected = new WeakMap<FastifyRequest, () => void>()
   let reserved = 0
   /** a2a.v1 connections held by each identity authenticated at the upgrade. */
   const perIdentity = new Map<string, number>()
@@ -86,7 +99,7 @@ export async function webSocketDispatcher (fastify: FastifyInstance, options: We
     }
     const offered = (request.headers['sec-websocket-protocol'] ?? '').split(',').map(name => name.trim())
     const protocol = selectProtocol(offered, options.a2aV1 !== undefined)
-    const serviceParams = serviceParamsFromHeaders(request.raw.rawHeaders, DROPPED_HEADERS)
+    const serviceParams = serviceParamsFromHeaders(rawHeadersOf(request), DROPPED_HEADERS)
     const version = requestedVersion(serviceParams, request.query)
     // a2a.v1 reads the version of each request, which may bring its own (seed 001).
     if (protocol === undefined) {
@@ -117,20 +130,26 @@ export async function webSocketDispatcher (fastify: FastifyInstance, options: We
     serviceParams[':path'] = request.url.split('?')[0] as string
     serviceParams[':connection-id'] = newId()
     handshakes.set(request, { serviceParams: Object.freeze(serviceParams), version, extensions: requestedExtensions(serviceParams), request, protocol, identity })
-    // The slots are held from the handshake until the TCP connection closes.
+    // The slots are held from the handshake until the TCP connection closes; an upgrade
+    // injected by `fastify.injectWS` has none, and holds them until its WebSocket closes.
     reserved++
     if (identity !== undefined) perIdentity.set(identity, held + 1)
-    request.raw.socket.once('close', () => {
+    const release = () => {
       reserved--
       if (identity === undefined) return
       const left = (perIdentity.get(identity) ?? 1) - 1
       if (left === 0) perIdentity.delete(identity)
       else perIdentity.set(identity, left)
-    })
+    }
+    const tcp = request.raw.socket as Socket | undefined
+    if (tcp === undefined) injected.set(request, release)
+    else tcp.once('close', release)
   }
 
   fastify.get('/', { websocket: true, onRequest: checkUpgrade }, (socket: WebSocket, request: FastifyRequest) => {
     const info = handshakes.get(request) as ConnectionInfo
+    const release = injected.get(request)
+    if (release !== undefined) socket.once('close', release)
     const connection = options.server.opened(adapt(socket), info)
     // Listeners are attached at once so no frame that arrives with the upgrade is lost.
     socket.on('message', (data, isBinary) => connection.message(data as Buffer, isBinary))
