@@ -229,6 +229,9 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
         // registration of it then fails (two would both route every upgrade).
         fastify.decorate('websocketServer', wsContext.websocketServer)
         fastify.decorate('injectWS', wsContext.injectWS)
+        // After @fastify/websocket's own `upgrade` listener, which it needs to follow.
+        const unclose = closeUpgradesAnsweredOverHttp(fastify.server)
+        wsContext.addHook('onClose', async () => unclose())
       }
       await wsContext.register(webSocketDispatcher, {
         server: wsServer,
@@ -242,10 +245,6 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
       })
     })
   }, { prefix })
-  if (ownWebSocketPlugin) {
-    const unclose = closeUpgradesAnsweredOverHttp(fastify.server)
-    fastify.addHook('onClose', async () => unclose())
-  }
 }
 
 /** CORS for the A2A routes: the A2A service parameters may be sent, and the headers a client reads are exposed. */

@@ -61,6 +61,13 @@ function rawHeadersOf (request: FastifyRequest): string[] {
     value === undefined ? [] : (Array.isArray(value) ? value : [value]).flatMap(one => [name, String(one)]))
 }
 
+/** What the handshake checks hand the WebSocket route for one upgrade. */
+interface Handshake {
+  info: ConnectionInfo
+  /** An upgrade injected by `fastify.injectWS` has no TCP connection to wait for: its slots are released when its WebSocket closes. */
+  releaseOnClose?: () => void
+}
+
 function adapt (socket: WebSocket): WebSocketLike {
   // `ws` writes each frame to its TCP socket at once and offers no batching of its own:
   // corking that socket makes a burst of frames one write (`ws` counts what it holds in `bufferedAmount`).
@@ -78,9 +85,7 @@ function adapt (socket: WebSocket): WebSocketLike {
 
 export async function webSocketDispatcher (fastify: FastifyInstance, options: WebSocketDispatcherOptions): Promise<void> {
   const allowed = options.allowedOrigins === undefined ? undefined : new Set(options.allowedOrigins.map(origin => origin.toLowerCase()))
-  const handshakes = new WeakMap<FastifyRequest, ConnectionInfo>()
-  /** The release of an injected upgrade's slots (`fastify.injectWS`: no TCP connection to wait for). */
-  const injected = new WeakMap<FastifyRequest, () => void>()
+  const handshakes = new WeakMap<FastifyRequest, Handshake>()
   let reserved = 0
   /** a2a.v1 connections held by each identity authenticated at the upgrade. */
   const perIdentity = new Map<string, number>()
@@ -129,7 +134,7 @@ export async function webSocketDispatcher (fastify: FastifyInstance, options: We
     if (version !== undefined) serviceParams['a2a-version'] = version
     serviceParams[':path'] = request.url.split('?')[0] as string
     serviceParams[':connection-id'] = newId()
-    handshakes.set(request, { serviceParams: Object.freeze(serviceParams), version, extensions: requestedExtensions(serviceParams), request, protocol, identity })
+    const info = { serviceParams: Object.freeze(serviceParams), version, extensions: requestedExtensions(serviceParams), request, protocol, identity }
     // The slots are held from the handshake until the TCP connection closes; an upgrade
     // injected by `fastify.injectWS` has none, and holds them until its WebSocket closes.
     reserved++
@@ -142,14 +147,13 @@ export async function webSocketDispatcher (fastify: FastifyInstance, options: We
       else perIdentity.set(identity, left)
     }
     const tcp = request.raw.socket as Socket | undefined
-    if (tcp === undefined) injected.set(request, release)
-    else tcp.once('close', release)
+    if (tcp !== undefined) tcp.once('close', release)
+    handshakes.set(request, { info, releaseOnClose: tcp === undefined ? release : undefined })
   }
 
   fastify.get('/', { websocket: true, onRequest: checkUpgrade }, (socket: WebSocket, request: FastifyRequest) => {
-    const info = handshakes.get(request) as ConnectionInfo
-    const release = injected.get(request)
-    if (release !== undefined) socket.once('close', release)
+    const { info, releaseOnClose } = handshakes.get(request) as Handshake
+    if (releaseOnClose !== undefined) socket.once('close', releaseOnClose)
     const connection = options.server.opened(adapt(socket), info)
     // Listeners are attached at once so no frame that arrives with the upgrade is lost.
     socket.on('message', (data, isBinary) => connection.message(data as Buffer, isBinary))
