@@ -1,6 +1,5 @@
 // Seed 000 §1 and §7: the upgrade, its refusals (HTTP status + the REST error body), the
 // Origin check, the connection cap, and the card's advertisement of the binding.
-import { connect as netConnect } from 'node:net'
 import Fastify from 'fastify'
 import fastifyWebsocket from '@fastify/websocket'
 import t from 'tap'
@@ -13,25 +12,20 @@ import { connect, rawUpgrade, refusedUpgrade, wsUrl } from './helpers/ws.js'
  * Sends a WebSocket upgrade request to `path` and reads until the server closes the
  * connection: everything it wrote. Rejects if the server still holds it open after 5 s.
  */
-function upgradeUntilClosed (origin: string, path: string): Promise<string> {
-  const { hostname, port } = new URL(origin)
-  return new Promise((resolve, reject) => {
-    const socket = netConnect(Number(port), hostname)
-    const chunks: Buffer[] = []
+async function upgradeUntilClosed (origin: string, path: string): Promise<string> {
+  const { socket, response, rest } = await rawUpgrade(origin, ['A2A-Version: 1.0'], path)
+  const chunks: Buffer[] = [rest]
+  const written = () => `${response}\r\n\r\n${Buffer.concat(chunks).toString('latin1')}`
+  return await new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       socket.destroy()
-      reject(new Error(`the server kept the connection open after answering: ${Buffer.concat(chunks).toString('latin1')}`))
+      reject(new Error(`the server kept the connection open after answering: ${written()}`))
     }, 5000)
     socket.on('data', chunk => chunks.push(chunk))
-    socket.on('error', () => {})
     socket.on('close', () => {
       clearTimeout(timer)
-      resolve(Buffer.concat(chunks).toString('latin1'))
+      resolve(written())
     })
-    socket.write([
-      `GET ${path} HTTP/1.1`, `Host: ${hostname}:${port}`, 'Upgrade: websocket', 'Connection: Upgrade',
-      'Sec-WebSocket-Version: 13', 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==', 'A2A-Version: 1.0', '', ''
-    ].join('\r\n'))
   })
 }
 
