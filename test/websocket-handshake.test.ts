@@ -6,7 +6,7 @@ import t from 'tap'
 import { WEBSOCKET_BINDING_URI, a2aWebSocket } from '../lib/index.js'
 import { conformanceAgent, conformanceCard } from '../examples/agent.js'
 import { startServer } from './helpers/server.js'
-import { connect, rawUpgrade, refusedUpgrade, wsUrl } from './helpers/ws.js'
+import { clientOf, connect, rawUpgrade, refusedUpgrade, wsUrl } from './helpers/ws.js'
 
 /**
  * Sends a WebSocket upgrade request to `path` and reads until the server closes the
@@ -176,16 +176,13 @@ t.test('@fastify/websocket stays on the WebSocket route: no hook of it on any ot
   // As when @fastify/websocket is registered on the instance; a second registration of it then fails.
   t.ok(fastify.hasDecorator('websocketServer'), 'the instance has @fastify/websocket\'s server')
   t.equal(fastify.websocketServer.clients.size, 0)
-  const injected = await fastify.injectWS('/agent?A2A-Version=1.0', { headers: { 'x-tenant-hint': 'a' } })
-  const replies: any[] = []
-  injected.on('message', (data) => replies.push(JSON.parse(data.toString())))
-  injected.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: 'x' } }))
-  injected.send(JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'SendMessage', params: { message: { messageId: 'm-params', role: 'ROLE_USER', parts: [{ text: 'params' }] } } }))
-  await new Promise<void>(resolve => { const wait = () => replies.length === 2 ? resolve() : setTimeout(wait, 5); wait() })
-  t.equal(replies[0].error.code, -32001, 'fastify.injectWS reaches the WebSocket route')
-  t.match(replies[1].result.task.artifacts[0].parts[0].data, { 'x-tenant-hint': 'a', 'a2a-version': '1.0', ':path': '/agent' }, 'the injected upgrade\'s headers are the service parameters')
+  const injected = clientOf(await fastify.injectWS('/agent?A2A-Version=1.0', { headers: { 'x-tenant-hint': 'a' } }))
+  const notFound = await injected.request('GetTask', { id: 'x' })
+  const params = await injected.request('SendMessage', { message: { messageId: 'm-params', role: 'ROLE_USER', parts: [{ text: 'params' }] } })
+  t.equal(notFound.error.code, -32001, 'fastify.injectWS reaches the WebSocket route')
+  t.match(params.result.task.artifacts[0].parts[0].data, { 'x-tenant-hint': 'a', 'a2a-version': '1.0', ':path': '/agent' }, 'the injected upgrade\'s headers are the service parameters')
   t.equal(fastify.websocketServer.clients.size, 1)
-  injected.terminate()
+  injected.socket.terminate()
 })
 
 t.test('@fastify/websocket registered by the user before the plugin serves the WebSocket route', async t => {

@@ -27,6 +27,17 @@ export function wsUrl (origin: string, path = '/', query = '?A2A-Version=1.0'): 
 
 export async function connect (url: string, options: WebSocket.ClientOptions = {}): Promise<WsClient> {
   const socket = new WebSocket(url, options)
+  // Listening before the socket opens, so no frame that arrives with the upgrade is lost.
+  const client = clientOf(socket)
+  await new Promise<void>((resolve, reject) => {
+    socket.once('open', () => resolve())
+    socket.once('error', reject)
+  })
+  return client
+}
+
+/** The test client over a `ws` socket, opening or open (one `fastify.injectWS` gives, say). */
+export function clientOf (socket: WebSocket): WsClient {
   const frames: any[] = []
   const waiting: Array<(frame: any) => void> = []
   const byId = new Map<unknown, Array<(frame: any) => void>>()
@@ -42,10 +53,6 @@ export async function connect (url: string, options: WebSocket.ClientOptions = {
     else frames.push(frame)
   })
   const closed = new Promise<{ code: number, reason: string }>(resolve => socket.on('close', (code, reason) => resolve({ code, reason: reason.toString() })))
-  await new Promise<void>((resolve, reject) => {
-    socket.once('open', () => resolve())
-    socket.once('error', reject)
-  })
 
   const client: WsClient = {
     socket,
