@@ -10,6 +10,11 @@ export type ServiceParams = Record<string, string>
 /** The default of `drop`, made once rather than at every request. */
 const DROP_NONE: ReadonlySet<string> = new Set()
 
+/** A header sent on several lines, joined in order as HTTP joins them (cookies with `; `). */
+function joined (name: string, previous: string | undefined, value: string): string {
+  return previous === undefined ? value : `${previous}${name === 'cookie' ? '; ' : ', '}${value}`
+}
+
 /**
  * `rawHeaders` is Node's flat `[name, value, name, value, …]` list. Names in `drop` are
  * left out (lowercase).
@@ -20,10 +25,25 @@ export function serviceParamsFromHeaders (rawHeaders: readonly string[], drop: R
     const name = (rawHeaders[i] as string).toLowerCase()
     const value = rawHeaders[i + 1] as string
     if (drop.has(name) || !VISIBLE_ASCII.test(value)) continue
-    const previous = params[name]
-    params[name] = previous === undefined ? value : `${previous}${name === 'cookie' ? '; ' : ', '}${value}`
+    params[name] = joined(name, params[name], value)
   }
   return params
+}
+
+/**
+ * The one service parameter `name` (lowercase) of `rawHeaders`: what
+ * `serviceParamsFromHeaders(rawHeaders)[name]` holds, without building the others.
+ */
+export function serviceParamFromHeaders (rawHeaders: readonly string[], name: string): string | undefined {
+  let param: string | undefined
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+    const header = rawHeaders[i] as string
+    // The length first: most headers are told apart without a lowercased copy.
+    if (header.length !== name.length || header.toLowerCase() !== name) continue
+    const value = rawHeaders[i + 1] as string
+    if (VISIBLE_ASCII.test(value)) param = joined(name, param, value)
+  }
+  return param
 }
 
 /**
@@ -43,18 +63,19 @@ export function serviceParamsFromMap (map: unknown): ServiceParams | undefined {
   return params
 }
 
-/** The A2A-Version service parameter: the header wins over the `A2A-Version` query parameter (spec §3.6.1). */
-export function requestedVersion (params: ServiceParams, query: unknown): string | undefined {
-  const header = params['a2a-version']
+/**
+ * The A2A-Version asked for: the `a2a-version` service parameter (`header`) wins over the
+ * `A2A-Version` query parameter (spec §3.6.1).
+ */
+export function requestedVersion (header: string | undefined, query: unknown): string | undefined {
   if (header !== undefined && header.trim() !== '') return header.trim()
   const fromQuery = (query as Record<string, unknown> | undefined)?.['A2A-Version']
   const value = Array.isArray(fromQuery) ? fromQuery[0] : fromQuery
   return typeof value === 'string' && value.trim() !== '' ? value.trim() : undefined
 }
 
-/** A2A-Extensions: a comma-separated list of extension URIs. */
-export function requestedExtensions (params: ServiceParams): string[] {
-  const header = params['a2a-extensions']
+/** The extensions asked for: the `a2a-extensions` service parameter (`header`), a comma-separated list of URIs. */
+export function requestedExtensions (header: string | undefined): string[] {
   if (header === undefined) return []
   return header.split(',').map(uri => uri.trim()).filter(uri => uri !== '')
 }

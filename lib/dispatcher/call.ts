@@ -9,7 +9,7 @@ import {
 import type { CallContext } from '../handler/executor.js'
 import type { Logger, RequestHandler } from '../handler/request-handler.js'
 import type { A2AInterceptor, CallOutcome, InterceptedCall } from '../interceptors/types.js'
-import { requestedExtensions, serviceParamsFromHeaders } from '../service-params.js'
+import { requestedExtensions, requestedVersion, serviceParamFromHeaders, serviceParamsFromHeaders, type ServiceParams } from '../service-params.js'
 import * as requests from '../schema/requests.js'
 import { compile, type Validator } from '../schema/validate.js'
 import { compileSerializer, serializeStreamResponse } from '../schema/serialize.js'
@@ -68,11 +68,49 @@ export function checkVersion (version: string | undefined, allowMissing: boolean
   }
 }
 
-/** The context of a call made by an HTTP request: its headers as service parameters, plus `:path`. */
-export function httpCallContext (binding: string, method: string, request: FastifyRequest, tenant = ''): CallContext {
-  const serviceParams = serviceParamsFromHeaders(request.raw.rawHeaders)
-  serviceParams[':path'] = request.url.split('?')[0] as string
-  return { binding, method, serviceParams, tenant, extensions: requestedExtensions(serviceParams) }
+/**
+ * The context of a call made by an HTTP request: its headers as service parameters, plus
+ * `:path`. The service parameters are made on first read (most calls never read them: the
+ * version and the extensions are read from the headers alone), then kept.
+ */
+export class HttpCallContext implements CallContext {
+  readonly binding: string
+  readonly method: string
+  tenant: string
+  identity?: unknown = undefined
+  scopes?: string[] = undefined
+  extensions: string[]
+  // The header lines and the path, not the request: a context may outlive its request.
+  readonly #rawHeaders: readonly string[]
+  readonly #path: string
+  #serviceParams: ServiceParams | undefined = undefined
+
+  constructor (binding: string, method: string, request: FastifyRequest, tenant = '') {
+    this.binding = binding
+    this.method = method
+    this.tenant = tenant
+    this.#rawHeaders = request.raw.rawHeaders
+    this.#path = request.url
+    this.extensions = requestedExtensions(serviceParamFromHeaders(this.#rawHeaders, 'a2a-extensions'))
+  }
+
+  get serviceParams (): ServiceParams {
+    if (this.#serviceParams === undefined) {
+      const params = serviceParamsFromHeaders(this.#rawHeaders)
+      params[':path'] = this.#path.split('?')[0] as string
+      this.#serviceParams = params
+    }
+    return this.#serviceParams
+  }
+
+  set serviceParams (params: ServiceParams) {
+    this.#serviceParams = params
+  }
+}
+
+/** The A2A-Version an HTTP request asks for, by header or query parameter (undefined when absent). */
+export function httpRequestedVersion (request: FastifyRequest): string | undefined {
+  return requestedVersion(serviceParamFromHeaders(request.raw.rawHeaders, 'a2a-version'), request.query)
 }
 
 /**

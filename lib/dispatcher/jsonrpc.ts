@@ -2,8 +2,7 @@
 // per body, SSE for the two streaming methods.
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { InvalidAgentResponseError, errorHeaders, toA2AError, type A2AError } from '../errors/index.js'
-import { requestedVersion } from '../service-params.js'
-import { httpCallContext, readBodiesAsText, sendHttpAnswer, type HttpDispatcherOptions } from './call.js'
+import { HttpCallContext, httpRequestedVersion, readBodiesAsText, sendHttpAnswer, type HttpDispatcherOptions } from './call.js'
 import { failure, failureObject, parseEnvelope, successOf, type JsonRpcId } from './rpc.js'
 import { coalesceReplies } from './coalesce.js'
 import { writeSse } from './sse.js'
@@ -46,14 +45,14 @@ export async function jsonRpcDispatcher (fastify: FastifyInstance, options: Http
     const { id, method, params } = envelope.request
     const notification = !Object.hasOwn(envelope.request, 'id')
     const replyId: JsonRpcId = id ?? null
-    const context = httpCallContext(JSONRPC_BINDING, method.name, request)
+    const context = new HttpCallContext(JSONRPC_BINDING, method.name, request)
     // A streaming method's only answer is its stream: as a notification it is not run.
     if (notification && method.kind === 'stream') {
       reply.code(204).send()
       return
     }
     try {
-      const result = await runner.run(method, params, requestedVersion(context.serviceParams, request.query), context, request)
+      const result = await runner.run(method, params, httpRequestedVersion(request), context, request)
       if (context.extensions.length > 0) reply.header('a2a-extensions', context.extensions.join(', '))
       if (notification) {
         if (result.kind === 'stream') await result.events.return?.()

@@ -9,8 +9,7 @@ import {
 } from '../errors/index.js'
 import { merged } from '../copy.js'
 import * as requests from '../schema/requests.js'
-import { requestedVersion } from '../service-params.js'
-import { httpCallContext, methods, readBodiesAsText, sendHttpAnswer, type HttpDispatcherOptions, type MethodSpec } from './call.js'
+import { HttpCallContext, httpRequestedVersion, methods, readBodiesAsText, sendHttpAnswer, type HttpDispatcherOptions, type MethodSpec } from './call.js'
 import { coalesceReplies } from './coalesce.js'
 import { parseJson } from '../json-guard.js'
 import { logInternal } from './jsonrpc.js'
@@ -126,8 +125,8 @@ export async function restDispatcher (fastify: FastifyInstance, options: HttpDis
     const path = request.params as Record<string, string>
     // The path wins over a repeated body or query field (spec §11, transcoding).
     const params = merged(decode === undefined ? readBody(request, options.maxJsonDepth) : decode(request.query as Query), path)
-    const context = httpCallContext(REST_BINDING, spec.name, request, path.tenant)
-    const result = await runner.run(spec, params, requestedVersion(context.serviceParams, request.query), context, request)
+    const context = new HttpCallContext(REST_BINDING, spec.name, request, path.tenant)
+    const result = await runner.run(spec, params, httpRequestedVersion(request), context, request)
     if (context.extensions.length > 0) reply.header('a2a-extensions', context.extensions.join(', '))
     if (result.kind === 'unary') {
       reply.type(responseType(request.headers.accept)).send(spec.serialize(result.value))

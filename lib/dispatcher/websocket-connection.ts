@@ -206,9 +206,9 @@ export function makeWebSocketServer (options: WebSocketServerOptions): WebSocket
         method: request.method.name,
         serviceParams: params as ServiceParams,
         tenant: '',
-        extensions: serviceParams === undefined ? [...info.extensions] : requestedExtensions(params as ServiceParams)
+        extensions: serviceParams === undefined ? [...info.extensions] : requestedExtensions(params['a2a-extensions'])
       }
-      const version = serviceParams === undefined ? info.version : requestedVersion(params as ServiceParams, undefined) ?? info.version
+      const version = serviceParams === undefined ? info.version : requestedVersion(params['a2a-version'], undefined) ?? info.version
       try {
         const result = await options.runner.run(request.method, request.params, version, context, info.request)
         if (result.kind === 'unary') {

@@ -105,7 +105,7 @@ export async function webSocketDispatcher (fastify: FastifyInstance, options: We
     const offered = (request.headers['sec-websocket-protocol'] ?? '').split(',').map(name => name.trim())
     const protocol = selectProtocol(offered, options.a2aV1 !== undefined)
     const serviceParams = serviceParamsFromHeaders(rawHeadersOf(request), DROPPED_HEADERS)
-    const version = requestedVersion(serviceParams, request.query)
+    const version = requestedVersion(serviceParams['a2a-version'], request.query)
     // a2a.v1 reads the version of each request, which may bring its own (seed 001).
     if (protocol === undefined) {
       try {
@@ -134,7 +134,7 @@ export async function webSocketDispatcher (fastify: FastifyInstance, options: We
     if (version !== undefined) serviceParams['a2a-version'] = version
     serviceParams[':path'] = request.url.split('?')[0] as string
     serviceParams[':connection-id'] = newId()
-    const info = { serviceParams: Object.freeze(serviceParams), version, extensions: requestedExtensions(serviceParams), request, protocol, identity }
+    const info = { serviceParams: Object.freeze(serviceParams), version, extensions: requestedExtensions(serviceParams['a2a-extensions']), request, protocol, identity }
     // The slots are held from the handshake until the TCP connection closes; an upgrade
     // injected by `fastify.injectWS` has none, and holds them until its WebSocket closes.
     reserved++

@@ -8,7 +8,10 @@ export interface CallContext {
   binding: string
   /** The A2A method, e.g. `SendMessage`. */
   method: string
-  /** Service parameters: lowercased name → value (spec §3.2.6), the server's `:`-names included. */
+  /**
+   * Service parameters: lowercased name → value (spec §3.2.6), the server's `:`-names included.
+   * Over HTTP a getter: made from the headers when first read, so a spread copy of the context has none.
+   */
   serviceParams: Record<string, string>
   /** Tenant the call is scoped to; `''` is the default tenant. */
   tenant: string
@@ -31,7 +34,8 @@ export interface ExecutionContext {
   configuration?: SendMessageConfiguration
   /** The request's metadata. */
   metadata?: Record<string, unknown>
-  serviceParams: Record<string, string>
+  /** The call's service parameters (CallContext), read through to it: a spread copy of the context has none. */
+  readonly serviceParams: Record<string, string>
   identity?: unknown
   tenant: string
   extensions: string[]

@@ -280,11 +280,12 @@ class TurnContext implements ExecutionContext {
   contextId: string
   configuration: SendMessageRequest['configuration']
   metadata: SendMessageRequest['metadata']
-  serviceParams: Record<string, string>
   identity: unknown
   tenant: string
   extensions: string[]
   readonly #controller: LazyAbortController
+  /** Whose service parameters these are: read through, so that an HTTP call's are made only if read. */
+  readonly #call: Pick<CallContext, 'serviceParams'>
 
   constructor (
     controller: LazyAbortController, message: Message, task: Task | undefined, taskId: string, contextId: string,
@@ -296,7 +297,7 @@ class TurnContext implements ExecutionContext {
     this.contextId = contextId
     this.configuration = params?.configuration
     this.metadata = params?.metadata
-    this.serviceParams = call.serviceParams
+    this.#call = call
     this.identity = call.identity
     this.tenant = call.tenant
     this.extensions = call.extensions
@@ -305,6 +306,10 @@ class TurnContext implements ExecutionContext {
 
   get signal (): AbortSignal {
     return this.#controller.signal
+  }
+
+  get serviceParams (): Record<string, string> {
+    return this.#call.serviceParams
   }
 
   /** The same context with the task as it is now. */
