@@ -80,9 +80,9 @@ export class HttpCallContext implements CallContext {
   identity?: unknown = undefined
   scopes?: string[] = undefined
   extensions: string[]
-  // The header lines and the path, not the request: a context may outlive its request.
+  // The header lines and the URL, not the request: a context may outlive its request.
   readonly #rawHeaders: readonly string[]
-  readonly #path: string
+  readonly #url: string
   #serviceParams: ServiceParams | undefined = undefined
 
   constructor (binding: string, method: string, request: FastifyRequest, tenant = '') {
@@ -90,14 +90,14 @@ export class HttpCallContext implements CallContext {
     this.method = method
     this.tenant = tenant
     this.#rawHeaders = request.raw.rawHeaders
-    this.#path = request.url
+    this.#url = request.url
     this.extensions = requestedExtensions(serviceParamFromHeaders(this.#rawHeaders, 'a2a-extensions'))
   }
 
   get serviceParams (): ServiceParams {
     if (this.#serviceParams === undefined) {
       const params = serviceParamsFromHeaders(this.#rawHeaders)
-      params[':path'] = this.#path.split('?')[0] as string
+      params[':path'] = this.#url.split('?')[0] as string
       this.#serviceParams = params
     }
     return this.#serviceParams
