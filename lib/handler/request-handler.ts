@@ -19,7 +19,7 @@ import { compile } from '../schema/validate.js'
 import {
   Artifact as ArtifactSchema, Message as MessageSchema, TaskState as TaskStateSchema,
   type AgentCapabilities, type AgentCard, type Artifact, type Message, type SendMessageResponse, type StreamResponse, type Task,
-  type TaskPushNotificationConfig, type TaskState
+  type TaskPushNotificationConfig, type TaskState, type TaskStatus
 } from '../schema/wire.js'
 import type { ImmediateTaskStore, PushConfigStore, Scope, StoredPushConfig, TaskChange, TaskStore } from '../store/types.js'
 import { EventQueue } from './event-queue.js'
@@ -248,6 +248,30 @@ function withTask (message: Message, taskId: string, contextId: string): Message
   return over({ messageId: message.messageId, role: message.role, parts: message.parts, taskId, contextId }, message)
 }
 
+/** The task an execution's first task event creates. */
+function newTask (execution: Execution): Task {
+  const { run } = execution
+  return {
+    id: run.taskId,
+    contextId: run.contextId,
+    status: { state: 'TASK_STATE_SUBMITTED', timestamp: now() },
+    history: [execution.userMessage],
+    // A slot for the artifacts a store adds: a key added later would need a second array.
+    artifacts: undefined
+  }
+}
+
+/** The executor's artifact as stored and sent: a copy of its own, with an id. */
+function newArtifact (input: ArtifactInput): Artifact {
+  const artifact = copyOwn(input) as unknown as Artifact
+  artifact.artifactId = input.artifactId ?? newId()
+  return artifact
+}
+
+function artifactChange (artifact: Artifact, options: ArtifactOptions): TaskChange {
+  return { kind: 'artifact', artifact, append: options.append === true }
+}
+
 function copyArtifact (artifact: Artifact): Artifact {
   return { ...artifact, parts: artifact.parts.slice() }
 }
@@ -374,8 +398,8 @@ export class RequestHandler {
   #ignoredEvents = 0
   /** Where every execution's events go (TurnEvents): made once. */
   readonly #sink: EventSink = {
-    status: (execution, state, message) => this.#enqueue(execution.run, this.#statusEvent(execution, state, message)),
-    artifact: (execution, artifact, options) => this.#enqueue(execution.run, this.#artifactEvent(execution, artifact, options)),
+    status: (execution, state, message) => this.#statusNow(execution, state, message) ?? this.#enqueue(execution.run, this.#statusEvent(execution, state, message)),
+    artifact: (execution, artifact, options) => this.#artifactNow(execution, artifact, options) ?? this.#enqueue(execution.run, this.#artifactEvent(execution, artifact, options)),
     message: (execution, input) => this.#enqueue(execution.run, this.#messageEvent(execution, input))
   }
 
@@ -1044,17 +1068,14 @@ export class RequestHandler {
   /** Creates the task, on the executor's first task event (callers check that none exists: no generator made for nothing). */
   * #ensureTask (execution: Execution): Steps<void> {
     const { run } = execution
-    const task: Task = {
-      id: run.taskId,
-      contextId: run.contextId,
-      status: { state: 'TASK_STATE_SUBMITTED', timestamp: now() },
-      history: [execution.userMessage],
-      // A slot for the artifacts a store adds: a key added later would need a second array.
-      artifacts: undefined
-    }
+    const task = newTask(execution)
     const version: number | void = yield this.#createTask(task, run.scope)
     // A new task: no earlier event is being looked up (#storeConfig).
     if (execution.pushConfig !== undefined) yield this.#options.pushConfigStore.set(execution.pushConfig, run.scope)
+    this.#taskCreated(run, task, version)
+  }
+
+  #taskCreated (run: TaskRun, task: Task, version: number | void): void {
     run.state = task.status.state
     this.#publish(run, { task: projectTask(task) }, version)
   }
@@ -1062,22 +1083,90 @@ export class RequestHandler {
   * #applyStatus (run: TaskRun, state: TaskState, message?: Message): Steps<void> {
     const status = message === undefined ? { state, timestamp: now() } : { state, message, timestamp: now() }
     if (message !== undefined) yield this.#updateTask(run.taskId, { kind: 'history', message }, run.scope)
-    const version: number | void = yield this.#updateTask(run.taskId, { kind: 'status', status }, run.scope)
-    run.state = state
+    this.#statusApplied(run, status, yield this.#updateTask(run.taskId, { kind: 'status', status }, run.scope))
+  }
+
+  #statusApplied (run: TaskRun, status: TaskStatus, version: number | void): void {
+    run.state = status.state
     this.#publish(run, { statusUpdate: { taskId: run.taskId, contextId: run.contextId, status } }, version)
   }
 
   * #applyArtifact (run: TaskRun, input: ArtifactInput, options: ArtifactOptions = {}): Steps<void> {
-    const artifact = copyOwn(input) as unknown as Artifact
-    artifact.artifactId = input.artifactId ?? newId()
+    const artifact = newArtifact(input)
     const checked = validateArtifact.check(artifact)
     if (!checked.ok) throw new InvalidAgentResponseError(checked.violations.map(v => `${v.field} ${v.description}`).join('; '))
-    const change: TaskChange = { kind: 'artifact', artifact, append: options.append === true }
-    const version: number | void = yield this.#updateTask(run.taskId, change, run.scope)
+    this.#artifactApplied(run, artifact, options, yield this.#updateTask(run.taskId, artifactChange(artifact, options), run.scope))
+  }
+
+  #artifactApplied (run: TaskRun, artifact: Artifact, options: ArtifactOptions, version: number | void): void {
     const event: StreamResponse = { artifactUpdate: { taskId: run.taskId, contextId: run.contextId, artifact } }
     if (options.append === true) (event.artifactUpdate as { append?: boolean }).append = true
     if (options.lastChunk === true) (event.artifactUpdate as { lastChunk?: boolean }).lastChunk = true
     this.#publish(run, event, version)
+  }
+
+  // An executor's status or artifact event applied at once, without a change's generators and
+  // their runner (about 7 % of a SendMessage's server CPU behind HTTP, thirtieth round): on a
+  // store with immediate operations, with no change running or queued on the task, and nothing
+  // to refuse, ignore or store first. Each returns undefined where it cannot, and the event
+  // goes to its change (#statusEvent, #artifactEvent), which handles every case.
+
+  #statusNow (execution: Execution, state: TaskState, message: AgentMessageInput | undefined): Promise<void> | undefined {
+    const store = this.#immediateFor(execution)
+    if (store === undefined || message !== undefined || !validateState.check(state).ok) return undefined
+    const { run } = execution
+    run.busy = true
+    try {
+      if (run.state === undefined) this.#createNow(store, execution)
+      const status = { state, timestamp: now() }
+      this.#statusApplied(run, status, store.updateNow(run.taskId, { kind: 'status', status }, run.scope))
+    } catch (error) {
+      this.#next(run)
+      return Promise.reject(error)
+    }
+    return this.#appliedNow(run)
+  }
+
+  #artifactNow (execution: Execution, input: ArtifactInput, options: ArtifactOptions = {}): Promise<void> | undefined {
+    const store = this.#immediateFor(execution)
+    if (store === undefined) return undefined
+    const artifact = newArtifact(input)
+    if (!validateArtifact.check(artifact).ok) return undefined
+    const { run } = execution
+    run.busy = true
+    try {
+      if (run.state === undefined) this.#createNow(store, execution)
+      this.#artifactApplied(run, artifact, options, store.updateNow(run.taskId, artifactChange(artifact, options), run.scope))
+    } catch (error) {
+      this.#next(run)
+      return Promise.reject(error)
+    }
+    return this.#appliedNow(run)
+  }
+
+  /** The store's immediate operations, if `execution`'s event may be applied at once; its task, if any, is not over. */
+  #immediateFor (execution: Execution): ImmediateTaskStore | undefined {
+    const { run } = execution
+    if (run.busy || execution.lost || execution.replied) return undefined
+    if (run.state === undefined ? execution.pushConfig !== undefined : isTerminal(run.state)) return undefined
+    return this.#immediate
+  }
+
+  #createNow (store: ImmediateTaskStore, execution: Execution): void {
+    const { run } = execution
+    const task = newTask(execution)
+    this.#taskCreated(run, task, store.createNow(task, run.scope))
+  }
+
+  /** The run goes on with its queue; after a turn of the event loop when a reader is behind (#statusEvent). */
+  #appliedNow (run: TaskRun): Promise<void> {
+    if (!this.#behind(run)) {
+      this.#next(run)
+      return RESOLVED
+    }
+    const turn = nextTurn()
+    this.#nextAfter(run, turn)
+    return turn
   }
 
   /** Publishes a stored change's event with the task's version after it (TaskStore); a direct reply goes on the bus without one. */
