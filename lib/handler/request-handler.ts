@@ -268,7 +268,10 @@ function newArtifact (input: ArtifactInput): Artifact {
   return artifact
 }
 
-function artifactChange (artifact: Artifact, options: ArtifactOptions): TaskChange {
+type StatusChange = Extract<TaskChange, { kind: 'status' }>
+type ArtifactChange = Extract<TaskChange, { kind: 'artifact' }>
+
+function artifactChange (artifact: Artifact, options: ArtifactOptions): ArtifactChange {
   return { kind: 'artifact', artifact, append: options.append === true }
 }
 
@@ -1114,17 +1117,7 @@ export class RequestHandler {
   #statusNow (execution: Execution, state: TaskState, message: AgentMessageInput | undefined): Promise<void> | undefined {
     const store = this.#immediateFor(execution)
     if (store === undefined || message !== undefined || !validateState.check(state).ok) return undefined
-    const { run } = execution
-    run.busy = true
-    try {
-      if (run.state === undefined) this.#createNow(store, execution)
-      const status = { state, timestamp: now() }
-      this.#statusApplied(run, status, store.updateNow(run.taskId, { kind: 'status', status }, run.scope))
-    } catch (error) {
-      this.#next(run)
-      return Promise.reject(error)
-    }
-    return this.#appliedNow(run)
+    return this.#applyNow(execution, store, { kind: 'status', status: { state, timestamp: now() } })
   }
 
   #artifactNow (execution: Execution, input: ArtifactInput, options: ArtifactOptions = {}): Promise<void> | undefined {
@@ -1132,11 +1125,18 @@ export class RequestHandler {
     if (store === undefined) return undefined
     const artifact = newArtifact(input)
     if (!validateArtifact.check(artifact).ok) return undefined
+    return this.#applyNow(execution, store, artifactChange(artifact, options), options)
+  }
+
+  /** Stores `change` (the task first, on its first event) and publishes its event; a store's throw is the executor's rejection. */
+  #applyNow (execution: Execution, store: ImmediateTaskStore, change: StatusChange | ArtifactChange, options: ArtifactOptions = {}): Promise<void> {
     const { run } = execution
     run.busy = true
     try {
       if (run.state === undefined) this.#createNow(store, execution)
-      this.#artifactApplied(run, artifact, options, store.updateNow(run.taskId, artifactChange(artifact, options), run.scope))
+      const version = store.updateNow(run.taskId, change, run.scope)
+      if (change.kind === 'status') this.#statusApplied(run, change.status, version)
+      else this.#artifactApplied(run, change.artifact, options, version)
     } catch (error) {
       this.#next(run)
       return Promise.reject(error)
