@@ -23,6 +23,7 @@ import {
 } from '../schema/wire.js'
 import type { ImmediateTaskStore, PushConfigStore, Scope, StoredPushConfig, TaskChange, TaskStore } from '../store/types.js'
 import { EventQueue } from './event-queue.js'
+import { artifactUpdateEvent, statusUpdateEvent } from './update-events.js'
 import { awaiting, isPromise, runSteps, type MaybePromise, type Steps } from './steps.js'
 import { LazyAbortController } from './lazy-abort.js'
 import { DeadlineQueue } from './deadlines.js'
@@ -1091,7 +1092,7 @@ export class RequestHandler {
 
   #statusApplied (run: TaskRun, status: TaskStatus, version: number | void): void {
     run.state = status.state
-    this.#publish(run, { statusUpdate: { taskId: run.taskId, contextId: run.contextId, status } }, version)
+    this.#publish(run, statusUpdateEvent(run.taskId, run.contextId, status), version)
   }
 
   * #applyArtifact (run: TaskRun, input: ArtifactInput, options: ArtifactOptions = {}): Steps<void> {
@@ -1102,10 +1103,7 @@ export class RequestHandler {
   }
 
   #artifactApplied (run: TaskRun, artifact: Artifact, options: ArtifactOptions, version: number | void): void {
-    const event: StreamResponse = { artifactUpdate: { taskId: run.taskId, contextId: run.contextId, artifact } }
-    if (options.append === true) (event.artifactUpdate as { append?: boolean }).append = true
-    if (options.lastChunk === true) (event.artifactUpdate as { lastChunk?: boolean }).lastChunk = true
-    this.#publish(run, event, version)
+    this.#publish(run, artifactUpdateEvent(run.taskId, run.contextId, artifact, options.append === true, options.lastChunk === true), version)
   }
 
   // An executor's status or artifact event applied at once, without a change's generators and
