@@ -72,6 +72,46 @@ t.test('a part in a media type the card does not declare → -32005', async t =>
   t.equal(accepted.result.task.status.state, 'TASK_STATE_COMPLETED')
 })
 
+t.test('an artifact event keeps the parts it was sent with when the executor reuses its array', async t => {
+  const url = await serve(t, {
+    async execute (_context, events) {
+      const parts = [{ text: 'chunk 1' }]
+      await events.working()
+      const first = events.artifact({ artifactId: 'a', parts })
+      parts[0] = { text: 'chunk 2' }
+      await first
+      const second = events.artifact({ artifactId: 'a', parts }, { append: true })
+      parts.push({ text: 'chunk 3' })
+      await second
+      parts.length = 0
+      await events.completed()
+    }
+  })
+  const streamed = await stream(url, 'SendStreamingMessage', { message: userMessage('x') })
+  const artifacts = streamed.events.map(event => event.data.result.artifactUpdate).filter(update => update !== undefined)
+  t.same(artifacts.map(update => update.artifact.parts), [[{ text: 'chunk 1' }], [{ text: 'chunk 2' }]], 'each event: the parts as they were when sent')
+  const taskId = artifacts[0].taskId
+  const stored = await result(url, 'GetTask', { id: taskId })
+  t.same(stored.artifacts, [{ artifactId: 'a', parts: [{ text: 'chunk 1' }, { text: 'chunk 2' }] }], 'the stored artifact: both chunks, nothing added after')
+})
+
+t.test('a status message keeps the parts it was sent with when the executor reuses its array', async t => {
+  const url = await serve(t, {
+    async execute (_context, events) {
+      const parts = [{ text: 'thinking' }]
+      await events.working({ messageId: 'm-working', parts })
+      parts[0] = { text: 'changed' }
+      parts.push({ text: 'added' })
+      await events.completed('done')
+    }
+  })
+  const streamed = await stream(url, 'SendStreamingMessage', { message: userMessage('x') })
+  const working = streamed.events.map(event => event.data.result.statusUpdate).find(update => update?.status.state === 'TASK_STATE_WORKING')
+  t.same(working?.status.message.parts, [{ text: 'thinking' }], 'the event: the parts as they were when sent')
+  const stored = await result(url, 'GetTask', { id: working.taskId })
+  t.same(stored.history.find((message: any) => message.messageId === 'm-working')?.parts, [{ text: 'thinking' }], 'the stored message too')
+})
+
 t.test('events after a terminal state are ignored', async t => {
   const url = await serve(t, {
     async execute (_context, events) {
@@ -103,6 +143,24 @@ t.test('an invalid artifact is refused to the executor with InvalidAgentResponse
   await result(url, 'SendMessage', { message: userMessage('x') })
   t.equal(refusal?.code, 'A2A_ERR_INVALID_AGENT_RESPONSE')
   t.match(refusal?.message, /artifact\.parts must not have fewer than 1 items/)
+})
+
+t.test('an artifact whose parts are not an array is refused the same way, and the task fails', async t => {
+  let refusal: any
+  const url = await serve(t, {
+    async execute (_context, events) {
+      try {
+        await events.artifact({ artifactId: 'a', parts: 'chunk' as any })
+      } catch (error) {
+        refusal = error
+      }
+      await events.completed()
+    }
+  })
+  const { task } = await result(url, 'SendMessage', { message: userMessage('x') })
+  t.equal(refusal?.code, 'A2A_ERR_INVALID_AGENT_RESPONSE')
+  t.match(refusal?.message, /^Invalid agent response: artifact\.parts must be array/)
+  t.equal(task.status.state, 'TASK_STATE_FAILED', 'an invalid event ends the task')
 })
 
 t.test('an executor that stops without a final state leaves the task FAILED, not WORKING', async t => {

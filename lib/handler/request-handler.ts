@@ -266,6 +266,10 @@ function newTask (execution: Execution): Task {
 function newArtifact (input: ArtifactInput): Artifact {
   const artifact = copyOwn(input) as unknown as Artifact
   artifact.artifactId = input.artifactId ?? newId()
+  // The event goes out after the executor's call returns: it must not see the executor reuse
+  // its array. Nor keep that array alive: V8 then allocates the executor's `parts` literals in
+  // the old generation, a stream's worth of garbage there (bench/README.md, thirty-fifth round).
+  if (Array.isArray(input.parts)) artifact.parts = input.parts.slice()
   return artifact
 }
 
@@ -1179,6 +1183,8 @@ export class RequestHandler {
   #agentMessage (run: TaskRun, input: AgentMessageInput, ofTask = true): Message {
     const fields = typeof input === 'string' ? { parts: [{ text: input }] } : input
     const message = copyOwn(fields) as unknown as Message
+    // Stored and sent after the executor's call returns: a copy of its array (newArtifact).
+    if (typeof input !== 'string' && Array.isArray(input.parts)) message.parts = input.parts.slice()
     message.messageId = fields.messageId ?? newId()
     message.role = 'ROLE_AGENT'
     message.contextId = run.contextId
