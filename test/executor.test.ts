@@ -77,12 +77,11 @@ t.test('an artifact event keeps the parts it was sent with when the executor reu
     async execute (_context, events) {
       const parts = [{ text: 'chunk 1' }]
       await events.working()
-      const first = events.artifact({ artifactId: 'a', parts })
+      await events.artifact({ artifactId: 'a', parts })
       parts[0] = { text: 'chunk 2' }
-      await first
-      const second = events.artifact({ artifactId: 'a', parts }, { append: true })
+      await events.artifact({ artifactId: 'a', parts }, { append: true })
       parts.push({ text: 'chunk 3' })
-      await second
+      await events.working()
       parts.length = 0
       await events.completed()
     }
