@@ -262,14 +262,22 @@ function newTask (execution: Execution): Task {
   }
 }
 
+/**
+ * The executor's artifact or message, copied with its `parts` array. The copy is stored and
+ * sent after the executor's call resolves: it must not see the executor reuse its array, nor
+ * keep that array alive (V8 then allocates the executor's `parts` literals in the old
+ * generation, a stream's worth of garbage there: bench/README.md, thirty-fifth round).
+ */
+function copyWithParts (input: { parts: unknown }): unknown {
+  const copy = copyOwn(input)
+  if (Array.isArray(input.parts)) copy.parts = input.parts.slice()
+  return copy
+}
+
 /** The executor's artifact as stored and sent: a copy of its own, with an id. */
 function newArtifact (input: ArtifactInput): Artifact {
-  const artifact = copyOwn(input) as unknown as Artifact
+  const artifact = copyWithParts(input) as Artifact
   artifact.artifactId = input.artifactId ?? newId()
-  // The event goes out after the executor's call returns: it must not see the executor reuse
-  // its array. Nor keep that array alive: V8 then allocates the executor's `parts` literals in
-  // the old generation, a stream's worth of garbage there (bench/README.md, thirty-fifth round).
-  if (Array.isArray(input.parts)) artifact.parts = input.parts.slice()
   return artifact
 }
 
@@ -1182,9 +1190,7 @@ export class RequestHandler {
   /** The executor's message as the agent's, in the task's context (a direct reply has no `taskId`). */
   #agentMessage (run: TaskRun, input: AgentMessageInput, ofTask = true): Message {
     const fields = typeof input === 'string' ? { parts: [{ text: input }] } : input
-    const message = copyOwn(fields) as unknown as Message
-    // Stored and sent after the executor's call returns: a copy of its array (newArtifact).
-    if (typeof input !== 'string' && Array.isArray(input.parts)) message.parts = input.parts.slice()
+    const message = copyWithParts(fields) as Message
     message.messageId = fields.messageId ?? newId()
     message.role = 'ROLE_AGENT'
     message.contextId = run.contextId
