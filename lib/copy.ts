@@ -6,9 +6,12 @@
 type Keyed = Record<PropertyKey, unknown>
 
 /**
- * Adds `source`'s keys to `target` as a spread would: own enumerable string keys, then
- * enumerable symbols; an own `__proto__` key (JSON.parse makes one) stays a key and does
- * not set the prototype. With `keepOwn`, a key `target` has already keeps its value.
+ * Adds `source`'s own enumerable string keys to `target` as a spread would; an own
+ * `__proto__` key (JSON.parse makes one) stays a key and does not set the prototype. With
+ * `keepOwn`, a key `target` has already keeps its value. Symbol keys are not copied: what is
+ * copied here is wire data (messages, artifacts, service parameters), which JSON gives none
+ * of and sends none of, and asking for them is a call into the runtime each time (about 2 %
+ * of a SendMessage's CPU behind HTTP: bench/HISTORY.md, forty-seventh round).
  */
 function spreadInto (target: Keyed, source: object, keepOwn = false): Keyed {
   const from = source as Keyed
@@ -17,19 +20,15 @@ function spreadInto (target: Keyed, source: object, keepOwn = false): Keyed {
     if (key === '__proto__') Object.defineProperty(target, key, { value: from[key], writable: true, enumerable: true, configurable: true })
     else target[key] = from[key]
   }
-  for (const symbol of Object.getOwnPropertySymbols(from)) {
-    if (keepOwn && Object.hasOwn(target, symbol)) continue
-    if (Object.prototype.propertyIsEnumerable.call(from, symbol)) target[symbol] = from[symbol]
-  }
   return target
 }
 
-/** `{ ...source }`, to add keys to. */
+/** `{ ...source }` (its string keys), to add keys to. */
 export function copyOwn (source: object): Keyed {
   return spreadInto({}, source)
 }
 
-/** `{ ...base, ...over }`. */
+/** `{ ...base, ...over }` (their string keys). */
 export function merged<T extends object, U extends object> (base: T, over: U): T & U {
   return spreadInto(spreadInto({}, base), over) as T & U
 }

@@ -5,6 +5,7 @@
 // snapshot, then only what A stored after it.
 import t, { type Test } from 'tap'
 import type { AgentExecutor, StreamResponse, TaskStore } from '../lib/index.js'
+import { topicOf } from '../lib/bus/topic.js'
 import { overrideStore, testCluster } from './helpers/cluster-core.js'
 import { eventually, stream, userMessage } from './helpers/server.js'
 
@@ -50,7 +51,7 @@ if (cluster !== undefined) {
    */
   const raceSnapshot = (store: TaskStore) => overrideStore(store, {
     async getVersioned (id, scope) {
-      const topic = `${scope.tenant}\u0000${id}`
+      const topic = topicOf(scope.tenant, id)
       let seenChunk3 = false
       const unsubscribe = b.fastify.a2a.bus.subscribe(topic, (event) => {
         if (event.artifactUpdate?.artifact.parts[0]?.text === 'chunk 3') seenChunk3 = true

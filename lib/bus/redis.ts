@@ -14,7 +14,7 @@ export interface RedisEventBusOptions {
   publisher: Redis
   /** A connection in subscriber mode (e.g. `publisher.duplicate()`); the bus owns its subscriptions. */
   subscriber: Redis
-  /** Prefix of the Redis channels. Default `a2a:events:`. An instance's commands go on `<prefix>command:<instance id>`. */
+  /** Prefix of the Redis channels. Default `a2a:events:`. A task's events go on `<prefix><topic>` (lib/bus/topic.ts), an instance's commands on `<prefix>command<NUL><instance id>`. */
   channelPrefix?: string
 }
 
@@ -82,7 +82,6 @@ export class RedisEventBus implements EventBus {
   }
 
   async onCommand (instance: string, handler: CommandHandler): Promise<() => void> {
-    // A topic holds a NUL (tenant, then task id); this channel holds none, so it is no topic's.
     const channel = this.#commandChannel(instance)
     this.#commands.set(channel, handler)
     await this.#subscriber.subscribe(channel)
@@ -93,7 +92,8 @@ export class RedisEventBus implements EventBus {
     }
   }
 
+  /** No topic's: a topic holds no NUL, or starts with a digit. */
   #commandChannel (instance: string): string {
-    return `${this.#prefix}command:${instance}`
+    return `${this.#prefix}command\u0000${instance}`
   }
 }

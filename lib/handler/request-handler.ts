@@ -34,6 +34,7 @@ import type {
 import { isInterrupted, isTerminal } from './states.js'
 import { copyOwn, over } from '../copy.js'
 import { SteadyMap } from '../steady-map.js'
+import { topicOf } from '../bus/topic.js'
 
 export interface Logger {
   error (object: unknown, message?: string): void
@@ -178,11 +179,6 @@ const RESEND_POLL_MS = 250
 
 function taskNotFound (id: string): A2AError {
   return new TaskNotFoundError(id).with({ metadata: { taskId: id } })
-}
-
-/** The bus topic of a task: one per tenant and task id. */
-function topicOf (tenant: string, taskId: string): string {
-  return `${tenant}\u0000${taskId}`
 }
 
 /** An array of one for the first (a push onto [] would make room for seventeen). */

@@ -14,6 +14,7 @@ import type { Logger, TaskRef } from '../handler/request-handler.js'
 import type { OutboxDelivery, TaskKey } from '../cluster/types.js'
 import type { StreamResponse, TaskPushNotificationConfig } from '../schema/wire.js'
 import { serializeStreamResponse } from '../schema/serialize.js'
+import { topicOf } from '../bus/topic.js'
 import type { PushConfigStore } from '../store/types.js'
 import { hostOf, WebhookGuard, WebhookRefusedError, type Resolver } from './ssrf.js'
 
@@ -454,8 +455,6 @@ export class PushSender {
 }
 
 const httpsRequest = https.request as typeof http.request
-
-const topicOf = (tenant: string, taskId: string) => `${tenant}\u0000${taskId}`
 
 function validHeaderValue (value: string): boolean {
   try {

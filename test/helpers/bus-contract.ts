@@ -6,6 +6,7 @@
 import Fastify, { type FastifyInstance } from 'fastify'
 import type { Test } from 'tap'
 import { a2aWebSocket, openPostgresStores, type BusCommand, type EventBus, type StreamResponse } from '../../lib/index.js'
+import { topicOf } from '../../lib/bus/topic.js'
 import { conformanceAgent, conformanceCard } from '../../examples/agent.js'
 import { dropSchemas, requirePostgres, uniqueSchema } from './postgres.js'
 import { eventually, userMessage } from './server.js'
@@ -94,6 +95,31 @@ export async function busContract (t: Test, makeBus: (url: string, schema: strin
     b.fastify.a2a.bus.command?.('contract-instance', command)
     await eventually(() => received.length > 0)
     t.same(received, [command])
+  })
+
+  t.test('commands and events never share a channel, whatever the task id', async t => {
+    // Default-tenant topics are the task ids themselves: ids spelt like a command channel's tail.
+    const topics = [topicOf('', 'command:contract-clash'), topicOf('', 'command\u0000contract-clash'), topicOf('command', 'contract-clash')]
+    const received = new Map<string, StreamResponse[]>(topics.map(topic => [topic, []]))
+    for (const topic of topics) {
+      const unsubscribe = b.fastify.a2a.bus.subscribe(topic, (event) => received.get(topic)?.push(event))
+      t.teardown(unsubscribe)
+      await b.fastify.a2a.bus.ready?.(topic)
+    }
+    const commands: unknown[] = []
+    const stop = await b.fastify.a2a.bus.onCommand?.('contract-clash', (one) => commands.push(one))
+    t.teardown(() => stop?.())
+    const eventOf = (topic: string, round: number): StreamResponse =>
+      ({ statusUpdate: { taskId: `clash-${topics.indexOf(topic)}-${round}`, contextId: 'c', status: { state: 'TASK_STATE_WORKING' } } })
+    for (const topic of topics) a.fastify.a2a.bus.publish(topic, eventOf(topic, 1))
+    const command: BusCommand = { type: 'cancel', tenant: '', taskId: 'clash' }
+    a.fastify.a2a.bus.command?.('contract-clash', command)
+    await eventually(() => commands.length > 0 && topics.every(topic => (received.get(topic)?.length ?? 0) > 0))
+    // A channel keeps its order: once a second event has come, whatever the first round sent on it has.
+    for (const topic of topics) a.fastify.a2a.bus.publish(topic, eventOf(topic, 2))
+    await eventually(() => topics.every(topic => (received.get(topic)?.length ?? 0) > 1))
+    for (const topic of topics) t.same(received.get(topic), [eventOf(topic, 1), eventOf(topic, 2)], `topic ${JSON.stringify(topic)}: its own events, and no command`)
+    t.same(commands, [command], 'the command handler got the command alone')
   })
 
   t.test('hold on A, CancelTask on B: B answers with the canceled task, A\'s stream ends canceled', async t => {
