@@ -10,8 +10,9 @@ type Keyed = Record<PropertyKey, unknown>
  * `__proto__` key (JSON.parse makes one) stays a key and does not set the prototype. With
  * `keepOwn`, a key `target` has already keeps its value. Symbol keys are not copied: what is
  * copied here is wire data (messages, artifacts, service parameters), which JSON gives none
- * of and sends none of, and asking for them is a call into the runtime each time (about 2 %
- * of a SendMessage's CPU behind HTTP: bench/HISTORY.md, forty-seventh round).
+ * of and sends none of, and asking for them is a call into the runtime each time (2 % of the
+ * handler's CPU in one process; with lib/bus/topic.ts about 1 % of an HTTP SendMessage's:
+ * bench/HISTORY.md, forty-seventh round).
  */
 function spreadInto (target: Keyed, source: object, keepOwn = false): Keyed {
   const from = source as Keyed
