@@ -1,6 +1,6 @@
 // A task's topic: the name its events are published under, and the key of every table kept
-// per task while it changes (the handler's runs and followers, the push sender's lookups,
-// the buses' listeners). One per tenant and task id.
+// per task while it changes (the handler's runs and followers, the push sender's lookups, a
+// cluster member's leases, the buses' listeners). One per tenant and task id.
 //
 // The default tenant's topic is the task id itself, the very string: it is already hashed
 // (it keys the task store), where a joined string would be made, flattened and hashed again

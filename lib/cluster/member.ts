@@ -5,6 +5,7 @@
 // are taken over. A sweep runs as each live lease expires, so a task ends at most
 // `leaseTtl` after its instance died, plus the time of one sweep.
 import type { BusCommand, EventBus } from '../bus/types.js'
+import { topicOf } from '../bus/topic.js'
 import type { Logger, RequestHandler, TaskRef } from '../handler/request-handler.js'
 import type { PushOutbox, PushSender } from '../push/sender.js'
 import type { StreamResponse } from '../schema/wire.js'
@@ -23,8 +24,6 @@ interface Hold {
   count: number
   last: Promise<unknown>
 }
-
-const nameOf = (key: TaskKey) => `${key.tenant}\u0000${key.taskId}`
 
 export class ClusterMember {
   readonly instanceId: string
@@ -113,7 +112,7 @@ export class ClusterMember {
   }
 
   #release (key: TaskKey): void {
-    const name = nameOf(key)
+    const name = topicOf(key.tenant, key.taskId)
     const hold = this.#holds.get(name)
     if (hold === undefined || hold.count === 0 || --hold.count > 0) return
     const released = this.#then(hold, () => this.#store.release(this.instanceId, key))
@@ -136,7 +135,7 @@ export class ClusterMember {
     } finally {
       // A turn that started meanwhile believed the lease held: it takes it now.
       if (!claimed && --hold.count > 0) this.#then(hold, () => this.#store.acquire(this.instanceId, key))
-      if (hold.count === 0) this.#holds.delete(nameOf(key))
+      if (hold.count === 0) this.#holds.delete(topicOf(key.tenant, key.taskId))
     }
     return claimed
   }
@@ -179,7 +178,7 @@ export class ClusterMember {
   // ---- internals --------------------------------------------------------------------------
 
   #holdOf (key: TaskKey): Hold {
-    const name = nameOf(key)
+    const name = topicOf(key.tenant, key.taskId)
     let hold = this.#holds.get(name)
     if (hold === undefined) this.#holds.set(name, hold = { count: 0, last: Promise.resolve() })
     return hold
@@ -195,7 +194,7 @@ export class ClusterMember {
   #receive (command: BusCommand): void {
     if (command.type !== 'cancel' || this.#handler === undefined) return
     const key = { tenant: command.tenant, taskId: command.taskId }
-    const name = nameOf(key)
+    const name = topicOf(key.tenant, key.taskId)
     if (this.#cancelling.has(name)) return
     this.#cancelling.add(name)
     this.#handler.cancelForwarded(key)
