@@ -230,6 +230,32 @@ t.test('the event stream never waits for a webhook', async t => {
   t.equal(receiver.received.length, 5)
 })
 
+// Each config's deliveries wait in a queue of their own. Tenant `a` and tenant `a\0<task of a>`
+// can name a task and a config so that tenant, task id and config id, joined with NULs, spell the
+// same string: the queues must still be two, or one tenant's slow webhook would hold up the other's.
+t.test('no two configs share a delivery queue, whatever NULs tenants and ids hold', async t => {
+  let release!: () => void
+  const held = new Promise<number>(resolve => { release = () => resolve(200) })
+  const { receiver, url, sender } = await setup(t, path => path === '/held' ? held : 200)
+  const first = (await result(url, 'SendMessage', { tenant: 'a', message: userMessage('input') })).task
+  const other = `a\u0000${first.id as string}`
+  const second = (await result(url, 'SendMessage', { tenant: other, message: userMessage('input') })).task
+  await result(url, 'CreateTaskPushNotificationConfig', { tenant: other, taskId: second.id, id: 'c', url: `${receiver.origin}/held` })
+  await result(url, 'CreateTaskPushNotificationConfig', { tenant: 'a', taskId: first.id, id: `${second.id as string}\u0000c`, url: `${receiver.origin}/free` })
+  await result(url, 'SendMessage', { tenant: other, message: userMessage('the answer', { taskId: second.id }) })
+  await eventually(() => receiver.bodies('/held').length === 1)
+  const done = (await result(url, 'SendMessage', { tenant: 'a', message: userMessage('the answer', { taskId: first.id }) })).task
+  await eventually(() => receiver.bodies('/free').length === 2)
+  t.same(receiver.bodies('/free'), [
+    { artifactUpdate: { taskId: first.id, contextId: first.contextId, artifact: { artifactId: 'echo', parts: [{ text: 'the answer' }] } } },
+    { statusUpdate: { taskId: first.id, contextId: first.contextId, status: done.status } }
+  ], "tenant a's config got its events while the other tenant's webhook still held its first")
+  t.equal(receiver.bodies('/held').length, 1, 'the held webhook still on its first delivery')
+  release()
+  await sender.idle()
+  t.equal(receiver.bodies('/held').length, 2, 'the held queue went on once released')
+})
+
 t.test('closing the server drops what is queued instead of waiting for it', async t => {
   const receiver = await startReceiver(() => new Promise<number>(() => {}))
   t.teardown(() => receiver.close())

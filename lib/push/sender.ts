@@ -115,6 +115,16 @@ interface Delivery {
   kept?: boolean
 }
 
+/**
+ * The key of a config's delivery queue: the config id's length, a NUL, the config id, then the
+ * task's topic. The length says where the config id ends and `topicOf` is injective, so no two
+ * configs share a queue, whatever NULs tenants and ids hold: a tenant cannot put its deliveries
+ * in another's queue, behind its own slow webhook.
+ */
+function queueKeyOf ({ configId, ref }: Delivery): string {
+  return `${configId.length}\u0000${configId}${topicOf(ref.scope.tenant, ref.taskId)}`
+}
+
 interface Attempt {
   ok: boolean
   retry: boolean
@@ -266,7 +276,7 @@ export class PushSender {
     }
     this.#queued++
     this.#busy++
-    const key = `${delivery.ref.scope.tenant}\u0000${delivery.ref.taskId}\u0000${delivery.configId}`
+    const key = queueKeyOf(delivery)
     const queue = this.#queues.get(key)
     if (queue !== undefined) {
       queue.push(delivery)
