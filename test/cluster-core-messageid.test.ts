@@ -2,13 +2,23 @@
 // connection may reach another instance): a resend attaches to the turn the first sending
 // started, wherever it runs, and never starts a second task.
 import t from 'tap'
-import { testCluster } from './helpers/cluster-core.js'
+import { overrideStore, testCluster } from './helpers/cluster-core.js'
 import { call, eventually, result, stream, userMessage } from './helpers/server.js'
 
 const cluster = await testCluster(t)
 if (cluster !== undefined) {
   const a = await cluster.start()
   const b = await cluster.start()
+  /** An instance whose snapshot reads fail while `snapshotsFail` is set. */
+  let snapshotsFail = false
+  const c = await cluster.start({
+    wrapTaskStore: store => overrideStore(store, {
+      async getVersioned (id, scope) {
+        if (snapshotsFail) throw new Error('store down')
+        return await store.getVersioned?.(id, scope)
+      }
+    })
+  })
   let contexts = 0
   /** A message in a context of its own, so ListTasks counts the tasks it started. */
   const isolated = (text: string) => userMessage(text, { contextId: `ctx-${++contexts}` })
@@ -43,6 +53,19 @@ if (cluster !== undefined) {
     t.equal(fromB[0].task.status.state, 'TASK_STATE_WORKING', 'the snapshot first')
     t.same(fromB.slice(1), onA.slice(2), 'then the events A sent after it')
     t.equal((await tasksIn(message.contextId as string)).length, 1)
+  })
+
+  t.test('a resend whose snapshot cannot be read: an error, and no stream or bus listener left behind', async t => {
+    const message = isolated('sleep 300')
+    const fromA = call(a.endpoint, 'SendMessage', { message })
+    await eventually(async () => (await tasksIn(message.contextId as string)).length === 1)
+    snapshotsFail = true
+    t.teardown(() => { snapshotsFail = false })
+    const refused = await stream(c.endpoint, 'SendStreamingMessage', { message })
+    t.equal(refused.body.error.code, -32603)
+    t.equal(c.fastify.a2a.handler.openStreams, 0, 'the stream is closed')
+    t.equal(c.fastify.a2a.bus.listenerCount(), 0, 'its bus listener is removed')
+    t.equal((await fromA).result.task.status.state, 'TASK_STATE_COMPLETED')
   })
 
   t.test('a message continuing a task, resent after it completed the task: that task, not a refusal', async t => {

@@ -5,6 +5,7 @@ import http from 'node:http'
 import t from 'tap'
 import { conformanceCard } from '../examples/agent.js'
 import { EventQueue } from '../lib/handler/event-queue.js'
+import { MemoryTaskStore } from '../lib/store/memory.js'
 import { call, eventually, openSse, parseSse, result, startServer, stream, userMessage, V1 } from './helpers/server.js'
 
 const server = await startServer()
@@ -63,6 +64,20 @@ t.test('errors found before the first event are a plain JSON-RPC error response'
   const toTerminal = await stream(url, 'SendStreamingMessage', { message: userMessage('x', { taskId: done.id }) })
   t.equal(toTerminal.body.error.code, -32004)
   t.equal(server.fastify.a2a.handler.openStreams, 0, 'a stream refused before its first event is not left open')
+})
+
+t.test('a subscription whose snapshot cannot be read closes with its stream and its bus listener', async t => {
+  const taskStore = new MemoryTaskStore()
+  const failing = await startServer({ taskStore })
+  t.teardown(() => failing.close())
+  const task = (await result(failing.endpoint, 'SendMessage', { message: userMessage('input') })).task
+  t.equal(task.status.state, 'TASK_STATE_INPUT_REQUIRED')
+  taskStore.getVersioned = async () => { throw new Error('store down') }
+  const refused = await stream(failing.endpoint, 'SubscribeToTask', { id: task.id })
+  t.match(refused.contentType, /^application\/json/)
+  t.equal(refused.body.error.code, -32603)
+  t.equal(failing.fastify.a2a.handler.openStreams, 0, 'the stream is closed')
+  t.equal(failing.fastify.a2a.bus.listenerCount(), 0, 'the bus listener is removed')
 })
 
 t.test('streaming not declared → -32004 for both streaming methods', async t => {

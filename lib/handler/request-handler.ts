@@ -675,15 +675,20 @@ export class RequestHandler {
       queue.push(event)
       if (endsSubscription(event)) queue.end()
     }
-    await this.#enqueue(run, awaiting(async () => {
-      // Subscription and snapshot happen between two changes of this process, so no local
-      // event is lost or repeated; those of other instances are sorted out by their versions.
-      const { task: current, release } = await this.#fromSnapshot(queue, run.topic, task.id, run.scope, deliver)
-      if (isTerminal(current.status.state)) queue.return()
-      this.#refuseTerminal(current, 'subscribe')
-      queue.push({ task: current })
-      release()
-    }))
+    try {
+      await this.#enqueue(run, awaiting(async () => {
+        // Subscription and snapshot happen between two changes of this process, so no local
+        // event is lost or repeated; those of other instances are sorted out by their versions.
+        const { task: current, release } = await this.#fromSnapshot(queue, run.topic, task.id, run.scope, deliver)
+        this.#refuseTerminal(current, 'subscribe')
+        queue.push({ task: current })
+        release()
+      }))
+    } catch (error) {
+      // The stream was never handed out: it closes here, with its subscription.
+      queue.return()
+      throw error
+    }
     return queue
   }
 
@@ -1419,8 +1424,14 @@ export class RequestHandler {
       queue.push(event)
       if (endsTurn(event)) queue.end()
     }
-    const { task, release } = await this.#fromSnapshot(queue, topicOf(scope.tenant, taskId), taskId, scope, deliver)
-    const running = (await cluster.owners({ tenant: scope.tenant, taskId })).length > 0
+    let task: Task, release: () => void, running: boolean
+    try {
+      ({ task, release } = await this.#fromSnapshot(queue, topicOf(scope.tenant, taskId), taskId, scope, deliver))
+      running = (await cluster.owners({ tenant: scope.tenant, taskId })).length > 0
+    } catch (error) {
+      queue.return()
+      throw error
+    }
     queue.push({ task })
     const { state } = task.status
     if (isTerminal(state) || (isInterrupted(state) && !running)) queue.end()
