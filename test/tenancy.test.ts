@@ -88,6 +88,30 @@ t.test('a tenant header, and a resolver that wins over everything', async t => {
   t.ok(await resolved.fastify.a2a.taskStore.get(sent.body.task.id, { tenant: 'org-42' }))
 })
 
+t.test('a resolver\'s answer is final: \'\' pins the default tenant over the path, header and request', async t => {
+  const pinned = await startServer({ tenancy: { header: 'x-tenant', resolve: (context) => context.serviceParams['x-org'] ?? '' } })
+  t.teardown(() => pinned.close())
+  const store = pinned.fastify.a2a.taskStore
+  const inTenant = async (id: string, tenant: string) => await store.get(id, { tenant }) !== undefined
+  const headers = { ...V1, 'x-tenant': 'victim' }
+
+  const viaRpc = await post(pinned.endpoint, { jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { tenant: 'victim', message: userMessage('x') } }, headers)
+  const rpcTask = viaRpc.body.result.task.id
+  t.same([await inTenant(rpcTask, ''), await inTenant(rpcTask, 'victim')], [true, false], 'JSON-RPC: the default tenant')
+
+  const viaRest = await rest(pinned.endpoint, 'POST', '/victim/message:send', { body: { tenant: 'victim', message: userMessage('x') }, headers: { ...headers, 'content-type': 'application/json' } })
+  const restTask = viaRest.body.task.id
+  t.same([await inTenant(restTask, ''), await inTenant(restTask, 'victim')], [true, false], 'HTTP+JSON: the default tenant')
+
+  const client = await connect(wsUrl(pinned.origin), { headers: { 'x-tenant': 'victim' } })
+  t.teardown(() => client.close())
+  const wsTask = (await client.request('SendMessage', { tenant: 'victim', message: userMessage('x') })).result.task.id
+  t.same([await inTenant(wsTask, ''), await inTenant(wsTask, 'victim')], [true, false], 'WebSocket: the default tenant')
+
+  const org = await post(pinned.endpoint, { jsonrpc: '2.0', id: 1, method: 'GetTask', params: { tenant: 'victim', id: rpcTask } }, { ...headers, 'x-org': 'org-1' })
+  t.equal(org.body.error.code, -32001, 'a caller the resolver puts in another tenant cannot see it')
+})
+
 t.test('a store that cannot isolate tenants refuses a request naming one', async t => {
   const inner = new MemoryTaskStore()
   const shared: TaskStore = {

@@ -218,7 +218,7 @@ export class CallRunner {
     try {
       if (this.#refusing) throw new UnavailableError('the server is shutting down')
       for (const interceptor of this.#options.interceptors) await interceptor.before?.(context, call)
-      const checked = spec.validate.check(params ?? {})
+      const checked = spec.validate.check(call.params ?? {})
       if (!checked.ok) throw invalidParams(checked.violations)
       checkVersion(version, this.#options.allowMissingVersion)
       context.extensions = this.#activate(context.extensions)

@@ -7,7 +7,10 @@ import type { A2AInterceptor, InterceptedCall } from './types.js'
 export interface TenancyOptions {
   /** A header naming the tenant, e.g. `x-tenant`. */
   header?: string
-  /** The tenant of a call; undefined leaves it to the path, header or request. */
+  /**
+   * The tenant of a call, final (`''` pins the default tenant): the path, header and request
+   * cannot name another. Undefined leaves it to them.
+   */
   resolve?: (context: CallContext, call: InterceptedCall) => string | undefined | Promise<string | undefined>
 }
 
@@ -16,8 +19,11 @@ export function tenancy (options: TenancyOptions): A2AInterceptor {
   return {
     async before (context, call) {
       const resolved = await options.resolve?.(context, call)
-      if (resolved !== undefined && resolved !== '') {
+      if (resolved !== undefined) {
         context.tenant = resolved
+        // The request's own `tenant` field, read after the chain, must not name another.
+        const { params } = call
+        if (typeof params === 'object' && params !== null && 'tenant' in params) call.params = { ...params, tenant: resolved }
         return
       }
       const fromHeader = header === undefined ? undefined : context.serviceParams[header]

@@ -7,7 +7,7 @@ import type { CallContext } from '../handler/executor.js'
 import type { ServiceParams } from '../service-params.js'
 
 export interface InterceptedCall {
-  /** The params as sent; they are validated after the chain runs. */
+  /** The params as sent (an interceptor may replace them); they are validated after the chain runs. */
   params: unknown
   /** The HTTP request of the call; over WebSocket, the upgrade request of its connection. */
   request?: FastifyRequest
