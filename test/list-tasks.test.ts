@@ -53,6 +53,16 @@ t.test('status filter uses the exact enum name', async t => {
   t.equal(page.totalSize, 1)
 })
 
+t.test('a filter holding its default value (contextId "", status TASK_STATE_UNSPECIFIED) filters nothing', async t => {
+  const ids = (page: any) => page.tasks.map((task: any) => task.id)
+  const all = await result(url, 'ListTasks', {})
+  t.equal(all.totalSize, 8)
+  t.same(ids(await result(url, 'ListTasks', { contextId: '' })), ids(all))
+  t.same(ids(await result(url, 'ListTasks', { status: 'TASK_STATE_UNSPECIFIED' })), ids(all))
+  const inContext = await result(url, 'ListTasks', { contextId, status: 'TASK_STATE_UNSPECIFIED' })
+  t.same(ids(inContext), created.slice().reverse(), 'with another filter, that one alone applies')
+})
+
 t.test('statusTimestampAfter keeps tasks updated at or after the instant', async t => {
   const all = await result(url, 'ListTasks', { contextId })
   const pivot = all.tasks[2].status.timestamp

@@ -55,6 +55,10 @@ t.test('ListTasks filters: status by enum name, includeArtifacts, historyLength,
   const byState = await restResult(base, 'GET', `/tasks?contextId=${contextId}&status=TASK_STATE_INPUT_REQUIRED`)
   t.same(byState.tasks.map((task: any) => task.id), [waiting.id])
   t.equal(byState.totalSize, 1)
+  const defaults = await restResult(base, 'GET', `/tasks?contextId=${contextId}&status=TASK_STATE_UNSPECIFIED`)
+  t.same(defaults.tasks.map((task: any) => task.id), [done.id, waiting.id], 'status at its default value filters nothing')
+  const everywhere = await restResult(base, 'GET', '/tasks?contextId=&pageSize=100')
+  t.ok([done.id, waiting.id].every(id => everywhere.tasks.some((task: any) => task.id === id)), 'contextId empty filters nothing')
 
   const withArtifacts = await restResult(base, 'GET', `/tasks?contextId=${contextId}&status=TASK_STATE_COMPLETED&includeArtifacts=true&historyLength=0`)
   t.same(withArtifacts.tasks, [{ id: done.id, contextId, status: done.status, artifacts: done.artifacts }])

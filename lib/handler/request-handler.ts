@@ -15,6 +15,7 @@ import type {
   ListTaskPushNotificationConfigsResponse, ListTasksRequest, ListTasksResponse, SendMessageRequest,
   SubscribeToTaskRequest
 } from '../schema/requests.js'
+import { LIST_ANY_STATE } from '../schema/requests.js'
 import { compile } from '../schema/validate.js'
 import {
   Artifact as ArtifactSchema, Message as MessageSchema, TaskState as TaskStateSchema,
@@ -615,8 +616,8 @@ export class RequestHandler {
   async listTasks (params: ListTasksRequest, context: CallContext): Promise<ListTasksResponse> {
     const pageSize = params.pageSize ?? DEFAULT_PAGE_SIZE
     const page = await this.#options.taskStore.list({
-      contextId: params.contextId,
-      status: params.status,
+      contextId: params.contextId === '' ? undefined : params.contextId,
+      status: params.status === LIST_ANY_STATE ? undefined : params.status,
       statusTimestampAfter: params.statusTimestampAfter === undefined ? undefined : Date.parse(params.statusTimestampAfter),
       pageSize,
       pageToken: params.pageToken

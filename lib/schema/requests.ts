@@ -25,10 +25,14 @@ export type SendMessageRequest = Static<typeof SendMessageRequest>
 export const GetTaskRequest = Type.Object({ tenant: Tenant, id: RequiredString(), historyLength: HistoryLength })
 export type GetTaskRequest = Static<typeof GetTaskRequest>
 
+// ProtoJSON: a plain field holding its default (`""`, the enum's 0) is as good as absent, so
+// these two filter nothing then.
+export const LIST_ANY_STATE = 'TASK_STATE_UNSPECIFIED'
+
 export const ListTasksRequest = Type.Object({
   tenant: Tenant,
   contextId: Type.Optional(Type.String()),
-  status: Type.Optional(TaskState),
+  status: Type.Optional(Type.Enum([LIST_ANY_STATE, ...TaskState.enum])),
   pageSize: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
   pageToken: Type.Optional(Type.String()),
   historyLength: HistoryLength,
