@@ -51,6 +51,38 @@ t.test('the stream that starts a turn ends at an interrupted state', async t => 
   t.equal(resumed.events.at(-1)?.data.result.statusUpdate.status.state, 'TASK_STATE_COMPLETED')
 })
 
+t.test('at AUTH_REQUIRED the stream stays open while the executor waits for credentials; a blocking call returns', async t => {
+  let credentialsArrive = () => {}
+  const authServer = await startServer({
+    executor: {
+      async execute (context, events) {
+        const arrived = new Promise<void>(resolve => { credentialsArrive = resolve })
+        await events.authRequired('sign in first')
+        await arrived
+        await events.working()
+        await events.completed()
+      }
+    }
+  })
+  t.teardown(() => authServer.close())
+  const streamed = stream(authServer.endpoint, 'SendStreamingMessage', { message: userMessage('x') })
+  await eventually(() => authServer.fastify.a2a.handler.openStreams === 1 && authServer.fastify.a2a.handler.activeTasks === 1)
+  const task = (await result(authServer.endpoint, 'ListTasks', {})).tasks[0]
+  await eventually(async () => (await result(authServer.endpoint, 'GetTask', { id: task.id })).status.state === 'TASK_STATE_AUTH_REQUIRED')
+  t.equal(authServer.fastify.a2a.handler.openStreams, 1, 'the stream is still open at AUTH_REQUIRED')
+  credentialsArrive()
+  const { events } = await streamed
+  const results = events.map(e => e.data.result)
+  t.same(results.map(r => r.statusUpdate?.status.state ?? Object.keys(r)[0]),
+    ['task', 'TASK_STATE_AUTH_REQUIRED', 'TASK_STATE_WORKING', 'TASK_STATE_COMPLETED'])
+  t.same(results[1].statusUpdate.status.message.parts, [{ text: 'sign in first' }])
+
+  const blocking = result(authServer.endpoint, 'SendMessage', { message: userMessage('y') })
+  const answered = await Promise.race([blocking, new Promise(resolve => setTimeout(resolve, 5000, 'no answer').unref())])
+  t.equal((answered as any).task?.status.state, 'TASK_STATE_AUTH_REQUIRED', 'a blocking SendMessage returns at AUTH_REQUIRED')
+  credentialsArrive()
+})
+
 t.test('errors found before the first event are a plain JSON-RPC error response', async t => {
   const unknown = await stream(url, 'SendStreamingMessage', { message: userMessage('x', { taskId: 'missing' }) })
   t.match(unknown.contentType, /^application\/json/)

@@ -212,14 +212,23 @@ function clusterContext (tenant: string, method: string): CallContext {
 }
 
 /**
- * Does this event end the stream that started the turn? A direct reply does, and a
+ * Does this event answer a blocking SendMessage (spec §3.2.2)? A direct reply does, and a
  * status that is terminal or interrupted; the task snapshot the turn starts with (an
  * interrupted task being resumed) does not.
  */
-function endsTurn (event: StreamResponse): boolean {
+function answersTurn (event: StreamResponse): boolean {
   if (event.message !== undefined) return event.message.taskId === undefined
   const state = event.statusUpdate?.status.state
   return state !== undefined && (isTerminal(state) || isInterrupted(state))
+}
+
+/**
+ * Does this event end the stream of the turn? As it answers a blocking call, but for
+ * AUTH_REQUIRED: credentials may arrive out of band while the executor waits, so the
+ * stream stays open until its execution ends (spec §7.6.1 SHOULD).
+ */
+function endsTurn (event: StreamResponse): boolean {
+  return answersTurn(event) && event.statusUpdate?.status.state !== 'TASK_STATE_AUTH_REQUIRED'
 }
 
 function endsSubscription (event: StreamResponse): boolean {
@@ -571,7 +580,7 @@ export class RequestHandler {
     const started = this.#startTurn(params, context, (event) => {
       if (event.message !== undefined && event.message.taskId === undefined) settle({ message: event.message })
       else if (event.task !== undefined && returnImmediately) settle({ task: projectTask(event.task, historyLength) })
-      else if (endsTurn(event)) settle(undefined)
+      else if (answersTurn(event)) settle(undefined)
     }, (error) => { if (error === undefined) settle(undefined); else fail(error) })
     const turn = isPromise(started) ? await started : started
     if (turn.resentTo !== undefined) return await this.#answerResend(turn, turn.scope, returnImmediately, historyLength)
@@ -1404,6 +1413,7 @@ export class RequestHandler {
     for await (const event of await this.#followResend(resend, scope)) {
       if (event.message !== undefined && event.message.taskId === undefined) return { message: event.message }
       if (event.task !== undefined && returnImmediately) return { task: projectTask(event.task, historyLength) }
+      if (answersTurn(event)) break
     }
     return { task: projectTask(await this.#loadIn(resend.resentTo, scope), historyLength) }
   }
