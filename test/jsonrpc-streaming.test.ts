@@ -55,7 +55,7 @@ t.test('at AUTH_REQUIRED the stream stays open while the executor waits for cred
   let credentialsArrive = () => {}
   const authServer = await startServer({
     executor: {
-      async execute (context, events) {
+      async execute (_context, events) {
         const arrived = new Promise<void>(resolve => { credentialsArrive = resolve })
         await events.authRequired('sign in first')
         await arrived

@@ -2,6 +2,7 @@
 // and returnImmediately, interrupted states and resumption, terminal states, the
 // taskId / contextId rules, historyLength, cancel and the executor's failures.
 import t from 'tap'
+import { MemoryTaskStore } from '../lib/store/memory.js'
 import { call, eventually, result, startServer, userMessage } from './helpers/server.js'
 
 const server = await startServer()
@@ -156,4 +157,43 @@ t.test('cancel a terminal task → -32002 TaskNotCancelable, also the second tim
 
 t.test('GetTask of an unknown id → -32001', async t => {
   t.equal((await call(url, 'GetTask', { id: 'nope' })).error.code, -32001)
+})
+
+t.test('a later message whose executor returns at once leaves the task to the execution still running it', async t => {
+  let finishFirst = () => {}
+  const overlapping = await startServer({
+    executor: {
+      async execute (context, events) {
+        if (context.task !== undefined) return
+        await events.working()
+        await new Promise<void>(resolve => { finishFirst = resolve })
+        await events.completed()
+      }
+    }
+  })
+  t.teardown(() => overlapping.close())
+  const { result: { task } } = await call(overlapping.endpoint, 'SendMessage', { message: userMessage('first'), configuration: { returnImmediately: true } })
+  await eventually(async () => (await result(overlapping.endpoint, 'GetTask', { id: task.id })).status.state === 'TASK_STATE_WORKING')
+  const second = await result(overlapping.endpoint, 'SendMessage', { message: userMessage('second', { taskId: task.id }) })
+  t.equal(second.task.status.state, 'TASK_STATE_WORKING', 'not FAILED: the first execution still runs the task')
+  finishFirst()
+  await eventually(async () => (await result(overlapping.endpoint, 'GetTask', { id: task.id })).status.state === 'TASK_STATE_COMPLETED')
+  t.equal(overlapping.fastify.a2a.handler.activeTasks, 0)
+})
+
+t.test('a message to a task that the store fails to record leaves nothing running behind', async t => {
+  const taskStore = new MemoryTaskStore()
+  const failing = await startServer({ taskStore })
+  t.teardown(() => failing.close())
+  const { result: { task } } = await call(failing.endpoint, 'SendMessage', { message: userMessage('input') })
+  t.equal(task.status.state, 'TASK_STATE_INPUT_REQUIRED')
+  const update = taskStore.update.bind(taskStore)
+  taskStore.update = async (id, change, scope) => {
+    if (change.kind === 'history') throw new Error('store down')
+    return await update(id, change, scope)
+  }
+  const refused = await call(failing.endpoint, 'SendMessage', { message: userMessage('answer', { taskId: task.id }) })
+  t.equal(refused.error.code, -32603)
+  t.equal(failing.fastify.a2a.handler.activeTasks, 0, 'its run is gone')
+  t.equal(failing.fastify.a2a.handler.runningExecutions, 0)
 })

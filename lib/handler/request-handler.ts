@@ -846,7 +846,7 @@ export class RequestHandler {
         unsubscribe = this.#options.bus.subscribe(run.topic, listener)
       }))
     } catch (error) {
-      dropExecution(run, execution)
+      this.#dropExecution(run, execution)
       throw error
     }
     return this.#launch(execution, taskAtStart, context, params, unsubscribe)
@@ -954,10 +954,13 @@ export class RequestHandler {
     execution.ended(error)
   }
 
-  /** Is the turn's task left as it should be once its executor is over, or not this execution's to leave? */
+  /**
+   * Is the turn's task left as it should be once its executor is over, or not this execution's
+   * to leave? It is not while another execution (a later message's) still runs the task.
+   */
   #settled (execution: Execution): boolean {
-    const { state } = execution.run
-    return execution.replied || execution.lost || (state !== undefined && (isTerminal(state) || isInterrupted(state)))
+    const { state, executions } = execution.run
+    return execution.replied || execution.lost || executions.length > 0 || (state !== undefined && (isTerminal(state) || isInterrupted(state)))
   }
 
   /** After the executor returned: the task is left terminal or interrupted, never running without an executor. */
@@ -1289,6 +1292,12 @@ export class RequestHandler {
     if (run.executions.length === 0) this.#runs.delete(run.topic)
   }
 
+  /** An execution that never started: its run goes too once nothing is queued or running (#next may have passed it by). */
+  #dropExecution (run: TaskRun, execution: Execution): void {
+    dropExecution(run, execution)
+    if (!run.busy && run.executions.length === 0 && this.#runs.get(run.topic) === run) this.#runs.delete(run.topic)
+  }
+
   /** Goes on with `run`'s queue once `outcome`, a change that waited for its store, settles (one function a run, made for the first). */
   #nextAfter (run: TaskRun, outcome: Promise<unknown>): void {
     const next = run.next ??= () => this.#next(run)
@@ -1481,7 +1490,7 @@ export class RequestHandler {
     try {
       await cluster.hold(keyOf(run))
     } catch (error) {
-      dropExecution(run, execution)
+      this.#dropExecution(run, execution)
       throw error
     }
     this.#execute(execution, execution.context = this.#executionContext(execution, projectTask(task), clusterContext(run.scope.tenant, 'SendMessage')), 'resume')
