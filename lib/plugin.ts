@@ -9,7 +9,7 @@ import type { CallContext } from './handler/executor.js'
 import { RequestHandler } from './handler/request-handler.js'
 import { interceptorList, normalizeOptions, validateCard, type A2APluginOptions, type NormalizedOptions } from './options.js'
 import { CallRunner } from './dispatcher/call.js'
-import { AGENT_CARD_PATH, buildCard, cardRoute, renderCard, type RenderedCard, type ServedBinding } from './dispatcher/card.js'
+import { AGENT_CARD_PATH, buildCard, cardRoute, renderCard, requestOrigin, type RenderedCard, type ServedBinding } from './dispatcher/card.js'
 import { signAgentCard } from './card/signing.js'
 import { JSONRPC_BINDING, jsonRpcDispatcher, logInternal } from './dispatcher/jsonrpc.js'
 import {
@@ -106,10 +106,10 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
     capabilities: options.card.capabilities,
     extendedCard: extendedCard === undefined
       ? undefined
-      : async (context: CallContext) => {
+      : async (context: CallContext, origin?: string) => {
         const card = validateCard.check(await extendedCard(context))
         if (!card.ok) throw new InvalidAgentResponseError(`extended card: ${card.violations.map(v => `${v.field} ${v.description}`).join('; ')}`)
-        return buildCard(secured(card.value), bindings, httpBaseOf(originOf(context.serviceParams.host)) + prefix)
+        return buildCard(secured(card.value), bindings, httpBaseOf(origin ?? originOf(context.serviceParams.host)) + prefix)
       },
     maxQueuedEvents: options.maxQueuedEvents,
     executorTimeout: options.executorTimeout,
@@ -158,7 +158,7 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
     await cardContext.register(cardRoute, {
       maxAge: options.cardMaxAge,
       cardFor: (request: FastifyRequest) => {
-        const base = httpBaseOf(`${request.protocol}://${request.host}`)
+        const base = httpBaseOf(requestOrigin(request))
         let card = rendered.get(base)
         if (card === undefined) {
           card = render(base)

@@ -1,11 +1,13 @@
 // The agent card (spec §8): at the host root even under a prefix, supportedInterfaces
 // with absolute URLs, caching headers, 304, the extended card, and card options checked
 // at registration.
+import type { AddressInfo } from 'node:net'
 import Fastify from 'fastify'
 import t from 'tap'
 import { a2aWebSocket } from '../lib/index.js'
 import { conformanceAgent, conformanceCard } from '../examples/agent.js'
 import { call, startServer } from './helpers/server.js'
+import { connect, wsUrl } from './helpers/ws.js'
 
 t.test('served at the host root under a prefix, interfaces from publicUrl', async t => {
   const server = await startServer({ prefix: '/a2a', publicUrl: 'https://agent.example.com' })
@@ -29,6 +31,29 @@ t.test('without publicUrl the URLs come from how the client reached the server',
   t.teardown(() => server.close())
   const card = await (await fetch(`${server.origin}/.well-known/agent-card.json`)).json()
   t.equal(card.supportedInterfaces[0].url, server.origin)
+})
+
+t.test('the extended card\'s URLs are the public card\'s: behind a trusted proxy too, on every binding', async t => {
+  const fastify = Fastify({ trustProxy: true })
+  t.teardown(() => fastify.close())
+  await fastify.register(a2aWebSocket, { prefix: '/a2a', executor: conformanceAgent, card: conformanceCard, extendedCard: conformanceCard })
+  const forwarded = { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'agent.example.com' }
+  const card = (await fastify.inject({ url: '/.well-known/agent-card.json', headers: forwarded })).json()
+  t.equal(card.supportedInterfaces[0].url, 'https://agent.example.com/a2a')
+  const viaRpc = await fastify.inject({
+    method: 'POST',
+    url: '/a2a',
+    headers: { ...forwarded, 'content-type': 'application/json', 'a2a-version': '1.0' },
+    payload: { jsonrpc: '2.0', id: 1, method: 'GetExtendedAgentCard', params: {} }
+  })
+  t.same(viaRpc.json().result.supportedInterfaces, card.supportedInterfaces, 'JSON-RPC')
+  const viaRest = await fastify.inject({ url: '/a2a/extendedAgentCard', headers: { ...forwarded, 'a2a-version': '1.0' } })
+  t.same(viaRest.json().supportedInterfaces, card.supportedInterfaces, 'HTTP+JSON')
+  await fastify.listen({ host: '127.0.0.1', port: 0 })
+  const client = await connect(wsUrl(`http://127.0.0.1:${(fastify.server.address() as AddressInfo).port}`, '/a2a'), { headers: forwarded })
+  t.teardown(() => client.close())
+  const viaWebSocket = await client.request('GetExtendedAgentCard', {})
+  t.same(viaWebSocket.result.supportedInterfaces, card.supportedInterfaces, 'WebSocket')
 })
 
 t.test('ETag and Cache-Control; 304 on a matching If-None-Match', async t => {

@@ -6,6 +6,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import {
   ExtensionSupportRequiredError, UnavailableError, UnsupportedOperationError, VersionNotSupportedError, invalidParams, toA2AError
 } from '../errors/index.js'
+import { requestOrigin } from './card.js'
 import type { CallContext } from '../handler/executor.js'
 import type { Logger, RequestHandler } from '../handler/request-handler.js'
 import type { A2AInterceptor, CallOutcome, InterceptedCall } from '../interceptors/types.js'
@@ -21,7 +22,8 @@ export interface MethodSpec {
   name: string
   kind: MethodKind
   validate: Validator<unknown>
-  invoke (handler: RequestHandler, params: any, context: CallContext): Promise<unknown>
+  /** `request`: the call's HTTP request (over WebSocket, the upgrade's), when it has one. */
+  invoke (handler: RequestHandler, params: any, context: CallContext, request?: FastifyRequest): Promise<unknown>
   /** The JSON of a unary result, or of a stream's event. */
   serialize (result: unknown): string
 }
@@ -31,7 +33,7 @@ export interface MethodSpec {
 const serializeTask = compileSerializer(Task)
 
 function method<P> (
-  name: string, kind: MethodKind, validate: Validator<P>, invoke: (handler: RequestHandler, params: P, context: CallContext) => Promise<unknown>,
+  name: string, kind: MethodKind, validate: Validator<P>, invoke: (handler: RequestHandler, params: P, context: CallContext, request?: FastifyRequest) => Promise<unknown>,
   serialize: (result: unknown) => string = JSON.stringify
 ): MethodSpec {
   return { name, kind, validate, invoke, serialize: kind === 'stream' ? serializeStreamResponse : serialize }
@@ -49,8 +51,13 @@ export const methods: ReadonlyMap<string, MethodSpec> = new Map([
   method('GetTaskPushNotificationConfig', 'unary', compile(requests.GetTaskPushNotificationConfigRequest), (h, p, c) => h.getTaskPushNotificationConfig(p, c)),
   method('ListTaskPushNotificationConfigs', 'unary', compile(requests.ListTaskPushNotificationConfigsRequest), (h, p, c) => h.listTaskPushNotificationConfigs(p, c)),
   method('DeleteTaskPushNotificationConfig', 'unary', compile(requests.DeleteTaskPushNotificationConfigRequest), (h, p, c) => h.deleteTaskPushNotificationConfig(p, c)),
-  method('GetExtendedAgentCard', 'unary', compile(requests.GetExtendedAgentCardRequest), (h, p, c) => h.getExtendedAgentCard(p, c))
+  method('GetExtendedAgentCard', 'unary', compile(requests.GetExtendedAgentCardRequest), (h, p, c, r) => h.getExtendedAgentCard(p, c, originOf(r)))
 ].map(spec => [spec.name, spec]))
+
+/** Where the client reached the server; none for a request made without a socket (`injectWS`), which has no host to tell. */
+function originOf (request: FastifyRequest | undefined): string | undefined {
+  return request?.socket === undefined ? undefined : requestOrigin(request)
+}
 
 const SUPPORTED_VERSION = /^1\.0(\.\d+)?$/
 
@@ -227,7 +234,7 @@ export class CallRunner {
       if (context.tenant !== '' && !this.#options.handler.isolatesTenants) {
         throw new UnsupportedOperationError(`tenant "${context.tenant}": this server's stores cannot keep tenants apart`)
       }
-      const value = await spec.invoke(this.#options.handler, checked.value, context)
+      const value = await spec.invoke(this.#options.handler, checked.value, context, request)
       if (spec.kind === 'unary') {
         this.#complete(context, call, { status: 'succeeded' })
         return { kind: 'unary', value }

@@ -7,6 +7,9 @@ import type { AgentCard, AgentCardInput, AgentInterface } from '../schema/wire.j
 export const AGENT_CARD_PATH = '/.well-known/agent-card.json'
 export const PROTOCOL_VERSION = '1.0'
 
+/** Where the client reached this server, as Fastify reads it (`trustProxy` included): `http(s)://host`. */
+export const requestOrigin = (request: FastifyRequest): string => `${request.protocol}://${request.host}`
+
 /** One binding this instance serves: its card name and how its URL derives from the base. */
 export interface ServedBinding {
   protocolBinding: string

@@ -50,7 +50,8 @@ export interface RequestHandlerOptions {
   /** The public card's capabilities: they gate streaming, push and the extended card. */
   capabilities: AgentCapabilities
   /** The extended card for a caller; undefined when none is configured. */
-  extendedCard?: (context: CallContext) => AgentCard | Promise<AgentCard>
+  /** `origin`: where the client reached the server (`http(s)://host`), when the binding knows it. */
+  extendedCard?: (context: CallContext, origin?: string) => AgentCard | Promise<AgentCard>
   /** Events a stream buffers for a slow reader before it ends with StreamLagged. */
   maxQueuedEvents: number
   /** An execution still running after this many ms is aborted and its task FAILED. Default 1 hour. */
@@ -768,10 +769,10 @@ export class RequestHandler {
     return {}
   }
 
-  async getExtendedAgentCard (_params: unknown, context: CallContext): Promise<AgentCard> {
+  async getExtendedAgentCard (_params: unknown, context: CallContext, origin?: string): Promise<AgentCard> {
     if (this.#options.capabilities.extendedAgentCard !== true) throw new UnsupportedOperationError('the extended agent card is not supported')
     if (this.#options.extendedCard === undefined) throw new ExtendedAgentCardNotConfiguredError()
-    return await this.#options.extendedCard(context)
+    return await this.#options.extendedCard(context, origin)
   }
 
   // ---- turns and executions -----------------------------------------------------------
