@@ -2,6 +2,8 @@
 // (allow-listed): bodies, headers, per-config order, retries and backoff, what is not
 // retried, timeouts, deletion, the queue bound, the metrics callback, secrets kept out
 // of logs, shutdown.
+import { createServer } from 'node:http'
+import type { AddressInfo, Socket } from 'node:net'
 import { Writable } from 'node:stream'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { setFlagsFromString } from 'node:v8'
@@ -179,6 +181,44 @@ t.test('an attempt that gets no answer times out and is retried', async t => {
   await sender.idle()
   t.equal(receiver.bodies('/slow').length, 3)
   t.same(reports.map(r => [r.outcome, r.attempts]), [['delivered', 2], ['delivered', 1]])
+})
+
+t.test('a webhook that answers 2xx and never ends its body holds no socket past the attempt timeout', async t => {
+  const open = new Set<Socket>()
+  const starts: number[] = []
+  const endless = createServer((request, response) => {
+    starts.push(Date.now())
+    request.resume()
+    request.on('end', () => {
+      response.writeHead(200)
+      response.write('x')
+    })
+  })
+  endless.on('connection', socket => {
+    open.add(socket)
+    socket.on('close', () => open.delete(socket))
+  })
+  await new Promise<void>(resolve => endless.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise<void>(resolve => {
+    endless.closeAllConnections()
+    endless.close(() => resolve())
+  }))
+  const { port } = endless.address() as AddressInfo
+  const { url, sender, reports } = await setup(t, undefined, { timeout: 200 })
+  const task = (await result(url, 'SendMessage', {
+    message: userMessage('hello'),
+    configuration: { taskPushNotificationConfig: { id: 'endless', url: `http://127.0.0.1:${port}/endless` } }
+  })).task
+  await sender.idle()
+  t.same(reports, ['task', 'statusUpdate', 'artifactUpdate', 'statusUpdate'].map(event =>
+    ({ outcome: 'delivered', taskId: task.id, configId: 'endless', tenant: '', event, attempts: 1, status: 200 })),
+  'each event delivered once, on its 2xx, and not retried')
+  t.equal(starts.length, 4)
+  for (let i = 1; i < starts.length; i++) {
+    t.ok((starts[i] as number) - (starts[i - 1] as number) >= 100, 'the next delivery waited for the attempt to end at its deadline')
+  }
+  await eventually(() => open.size === 0, 1000)
+  t.equal(open.size, 0, 'every socket was destroyed at the deadline')
 })
 
 t.test('the attempt timeout still fires when a garbage collection runs meanwhile (nodejs/node#57736)', async t => {

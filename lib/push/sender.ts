@@ -24,7 +24,7 @@ export interface PushOptions {
    * IP addresses or CIDR ranges, e.g. `['127.0.0.1']` for a test receiver. Default `[]`.
    */
   allow?: string[]
-  /** Time one delivery attempt may take, connection to response, in ms. Default 10,000. */
+  /** Time one delivery attempt may take, connection to the end of the response's body, in ms. Default 10,000. */
   timeout?: number
   /** Attempts per event and config, the first included. Default 5. */
   maxAttempts?: number
@@ -393,6 +393,8 @@ export class PushSender {
 
   #post (url: URL, secure: boolean, headers: Record<string, string>, body: string, signal: AbortSignal): Promise<Attempt> {
     return new Promise<Attempt>(resolve => {
+      /** The response's verdict, once its status is in: an error after it (the deadline, say) does not change it. */
+      let answer: Attempt | undefined
       let request: http.ClientRequest
       try {
         request = (secure ? httpsRequest : http.request)(url, {
@@ -403,17 +405,23 @@ export class PushSender {
           signal
         }, response => {
           const status = response.statusCode ?? 0
-          // The body is not read; it is drained so the connection can be reused.
+          const decided: Attempt = status >= 200 && status < 300
+            ? { ok: true, retry: false, status }
+            : { ok: false, retry: status === 408 || status === 429 || status >= 500, status, reason: `HTTP ${status}` }
+          answer = decided
+          // The body is not read, but drained so the connection can be reused, within the attempt's
+          // deadline: the attempt ends with the body. A webhook that never ends it has its socket
+          // destroyed at the deadline, and the status stands: a 2xx is delivered (any 2xx acknowledges).
+          response.on('close', () => resolve(decided))
           response.resume()
-          if (status >= 200 && status < 300) resolve({ ok: true, retry: false, status })
-          else resolve({ ok: false, retry: status === 408 || status === 429 || status >= 500, status, reason: `HTTP ${status}` })
         })
       } catch (error) {
         resolve({ ok: false, retry: false, reason: (error as { code?: string }).code ?? 'invalid request' })
         return
       }
       request.on('error', (error: Error & { code?: string }) => {
-        if (error instanceof WebhookRefusedError) resolve({ ok: false, retry: false, refused: true, reason: error.message })
+        if (answer !== undefined) resolve(answer)
+        else if (error instanceof WebhookRefusedError) resolve({ ok: false, retry: false, refused: true, reason: error.message })
         else if (signal.aborted) resolve({ ok: false, retry: true, reason: 'timeout' })
         else resolve({ ok: false, retry: true, reason: error.code ?? error.message })
       })
