@@ -6,6 +6,7 @@
 import t, { type Test } from 'tap'
 import { isBlockedAddress, type PushDeliveryReport, type PushSender, type ResolvedAddress } from '../lib/index.js'
 import { call, result, startServer, userMessage } from './helpers/server.js'
+import { rest } from './helpers/rest.js'
 import { startReceiver } from './helpers/webhook.js'
 
 t.test('isBlockedAddress: internal addresses in every spelling are blocked, public ones are not', async t => {
@@ -87,6 +88,24 @@ t.test('without an allow-list, creation refuses loopback, private, link-local, m
   await result(url, 'SendMessage', { message: userMessage('done', { taskId: task.id }) })
   await sender.idle()
   t.equal(receiver.received.length, 0, 'the receiver never heard from the server')
+})
+
+t.test('a refusal never tells the caller the internal address a name resolves to', async t => {
+  const { dns, url, task } = await setup(t)
+  dns.table.set('db.internal', [{ address: '10.1.2.3', family: 4 }])
+  const description = 'is refused: db.internal does not resolve to a public address'
+  const badRequest = { '@type': 'type.googleapis.com/google.rpc.BadRequest', fieldViolations: [{ field: 'url', description }] }
+  const created = await call(url, 'CreateTaskPushNotificationConfig', { taskId: task.id, url: 'http://db.internal:5432/hook' })
+  t.strictSame(created.error, { code: -32602, message: `Invalid parameters: url ${description}`, data: [badRequest] }, 'JSON-RPC')
+  const inline = await call(url, 'SendMessage', {
+    message: userMessage('hello'),
+    configuration: { taskPushNotificationConfig: { url: 'https://db.internal/hook' } }
+  })
+  t.strictSame(inline.error, { code: -32602, message: `Invalid parameters: url ${description}`, data: [badRequest] }, 'JSON-RPC, inline')
+  const reply = await rest(url, 'POST', `/tasks/${task.id as string}/pushNotificationConfigs`, { body: { url: 'http://db.internal/hook' } })
+  t.equal(reply.status, 400)
+  t.strictSame(reply.body, { error: { code: 400, status: 'INVALID_ARGUMENT', message: `Invalid parameters: url ${description}`, details: [badRequest] } }, 'REST')
+  t.notMatch(JSON.stringify([created, inline, reply.body]), /10\.1\.2\.3/)
 })
 
 t.test('a name that does not resolve at creation is accepted; at delivery it resolves inward and is refused', async t => {

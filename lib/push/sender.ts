@@ -179,6 +179,7 @@ export class PushSender {
       await this.#guard.checkAtCreation(new URL(config.url), CREATION_LOOKUP_TIMEOUT)
     } catch (error) {
       if (!(error instanceof WebhookRefusedError)) throw error
+      this.#logger.warn({ taskId: config.taskId, reason: error.detail }, 'push: a webhook URL was refused at config creation')
       throw invalidParams([{ field: 'url', description: `is refused: ${error.message}` }])
     }
   }
@@ -363,7 +364,7 @@ export class PushSender {
     try {
       this.#guard.checkHost(host)
     } catch (error) {
-      return { ok: false, retry: false, refused: true, reason: (error as Error).message }
+      return { ok: false, retry: false, refused: true, reason: (error as WebhookRefusedError).detail }
     }
     const headers: Record<string, string> = {
       'content-type': 'application/a2a+json',
@@ -421,7 +422,7 @@ export class PushSender {
       }
       request.on('error', (error: Error & { code?: string }) => {
         if (answer !== undefined) resolve(answer)
-        else if (error instanceof WebhookRefusedError) resolve({ ok: false, retry: false, refused: true, reason: error.message })
+        else if (error instanceof WebhookRefusedError) resolve({ ok: false, retry: false, refused: true, reason: error.detail })
         else if (signal.aborted) resolve({ ok: false, retry: true, reason: 'timeout' })
         else resolve({ ok: false, retry: true, reason: error.code ?? error.message })
       })

@@ -77,6 +77,17 @@ const isLocalName = (host: string) => host === 'localhost' || host.endsWith('.lo
 export class WebhookRefusedError extends Error {
   override name = 'WebhookRefusedError'
   readonly code = 'A2A_WEBHOOK_REFUSED'
+  /**
+   * The message, with what the server may know but the caller must not: the internal address a
+   * name resolves to (told to a client, refusals would map the server's network). For logs and
+   * delivery reports.
+   */
+  readonly detail: string
+
+  constructor (message: string, detail = message) {
+    super(message)
+    this.detail = detail
+  }
 }
 
 /**
@@ -143,7 +154,9 @@ export class WebhookGuard {
   /** Throws when one of the addresses is blocked: a name with any internal address is refused whole. */
   checkAddresses (host: string, addresses: ResolvedAddress[]): void {
     const blocked = addresses.find(({ address }) => !this.#addressAllowed(address))
-    if (blocked !== undefined) throw new WebhookRefusedError(`${host} resolves to ${blocked.address}, which is not a public address`)
+    if (blocked !== undefined) {
+      throw new WebhookRefusedError(`${host} does not resolve to a public address`, `${host} resolves to ${blocked.address}, which is not a public address`)
+    }
   }
 
   /**
