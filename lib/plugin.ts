@@ -60,8 +60,10 @@ const CARD_CACHE_LIMIT = 32
 async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions): Promise<void> {
   const options: NormalizedOptions = normalizeOptions(rawOptions)
   const { prefix } = options
-  const taskStore = options.taskStore ?? new MemoryTaskStore()
   const pushConfigStore = options.pushConfigStore ?? new MemoryPushConfigStore()
+  // The default task store deletes a task's configs with the task, when they are in memory too.
+  const taskStore = options.taskStore ??
+    new MemoryTaskStore({ pushConfigStore: pushConfigStore instanceof MemoryPushConfigStore ? pushConfigStore : undefined })
   const bus: EventBus = options.bus ?? new MemoryEventBus()
   if (bus.close !== undefined) fastify.addHook('onClose', async () => { await bus.close?.() })
   const bindings: ServedBinding[] = [

@@ -104,6 +104,32 @@ t.test('hasConfigs says at once whether a task has a config now, per tenant: pus
   t.equal(store.hasConfigs('t', a), false, 'the last one deleted')
 })
 
+t.test('a paired push-config store loses a task\'s configs when the task is evicted or expires', async t => {
+  let now = 1_000_000
+  const configs = new MemoryPushConfigStore()
+  const store = new MemoryTaskStore({ maxTasks: 2, ttl: 1000, now: () => now, pushConfigStore: configs })
+  await store.create(task('old', 'TASK_STATE_COMPLETED'), a)
+  await store.create(task('old', 'TASK_STATE_COMPLETED'), b)
+  for (const scope of [a, b]) {
+    await configs.set({ id: '1', taskId: 'old', url: 'https://a' }, scope)
+    await configs.set({ id: '2', taskId: 'old', url: 'https://b' }, scope)
+  }
+  await store.create(task('new'), a)
+  t.equal(await store.get('old', a), undefined, 'the oldest terminal task was evicted')
+  t.equal(configs.hasConfigs('old', a), false, 'its configs went with it')
+  t.equal(await configs.get('old', '1', a), undefined)
+  t.same(await configs.list('old', { pageSize: 10 }, a), { configs: [], nextPageToken: '' })
+  t.equal(configs.hasConfigs('old', b), true, 'another tenant\'s task of the same id keeps its own')
+  now += 1000
+  t.equal(await store.get('old', b), undefined, 'expired')
+  t.equal(configs.hasConfigs('old', b), false, 'its configs went with it')
+  await configs.set({ id: '1', taskId: 'new', url: 'https://a' }, a)
+  await store.update('new', { kind: 'status', status: { state: 'TASK_STATE_FAILED', timestamp: new Date().toISOString() } }, a)
+  now += 1000
+  await store.create(task('later'), a)
+  t.equal(configs.hasConfigs('new', a), false, 'the sweep of expired tasks on create takes their configs too')
+})
+
 t.test('a task created again under its id stays counted once and keeps its place among the terminal tasks', async t => {
   const store = new MemoryTaskStore({ maxTasks: 2 })
   await store.create(task('x', 'TASK_STATE_COMPLETED'), a)

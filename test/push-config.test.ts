@@ -57,6 +57,21 @@ t.test('an inline config in SendMessage is stored with the new task', async t =>
   t.match(configs[0], { taskId: created.id, url: 'https://hooks.example.com/inline' })
 })
 
+t.test('the default stores are paired: a task evicted from the memory task store takes its configs along', async t => {
+  const own = await startServer()
+  t.teardown(() => own.close())
+  const done = (await result(own.endpoint, 'SendMessage', { message: userMessage('hello') })).task
+  t.equal(done.status.state, 'TASK_STATE_COMPLETED')
+  await result(own.endpoint, 'CreateTaskPushNotificationConfig', { taskId: done.id, id: 'c', url: 'https://hooks.example.com/c' })
+  const { taskStore, pushConfigStore } = own.fastify.a2a
+  t.equal(pushConfigStore.hasConfigs?.(done.id, { tenant: '' }), true)
+  // The default store holds 10,000 tasks: 10,000 more evict the oldest terminal one, `done`.
+  for (let i = 0; i < 10_000; i++) await taskStore.create({ id: `filler-${i}`, contextId: 'c', status: { state: 'TASK_STATE_WORKING' } }, { tenant: '' })
+  t.equal((await call(own.endpoint, 'GetTask', { id: done.id })).error.code, -32001, 'the task was evicted')
+  t.equal(pushConfigStore.hasConfigs?.(done.id, { tenant: '' }), false, 'and its configs with it')
+  t.equal(await pushConfigStore.get(done.id, 'c', { tenant: '' }), undefined)
+})
+
 t.test('push not declared → -32003 on all four methods and on an inline config', async t => {
   const noPush = await startServer({ card: { ...conformanceCard, capabilities: { ...conformanceCard.capabilities, pushNotifications: false } } })
   t.teardown(() => noPush.close())

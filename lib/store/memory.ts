@@ -14,6 +14,11 @@ export interface MemoryTaskStoreOptions {
   ttl?: number
   /** How many tasks are held at most; past it the oldest terminal task is evicted. Default 10,000. */
   maxTasks?: number
+  /**
+   * The push-config store whose configs belong to this store's tasks: a task's configs are
+   * deleted with it when it expires or is evicted. The plugin pairs its default stores so.
+   */
+  pushConfigStore?: MemoryPushConfigStore
   /** Clock, for tests. */
   now?: () => number
 }
@@ -70,6 +75,7 @@ export class MemoryTaskStore implements TaskStore, ImmediateTaskStore {
   readonly #ttl: number
   readonly #maxTasks: number
   readonly #now: () => number
+  readonly #pushConfigs: MemoryPushConfigStore | undefined
   /** The last status timestamp parsed, and its ms: a turn's timestamps mostly repeat it. */
   #lastTimestamp = ''
   #lastTimestampMs = Number.NaN
@@ -78,6 +84,7 @@ export class MemoryTaskStore implements TaskStore, ImmediateTaskStore {
     this.#ttl = options.ttl ?? 3_600_000
     this.#maxTasks = options.maxTasks ?? 10_000
     this.#now = options.now ?? Date.now
+    this.#pushConfigs = options.pushConfigStore
   }
 
   get size (): number {
@@ -255,6 +262,7 @@ export class MemoryTaskStore implements TaskStore, ImmediateTaskStore {
   #evict (entry: Entry): void {
     const tasks = this.#tenants.get(entry.tenant) as Map<string, Entry>
     tasks.delete(entry.task.id)
+    this.#pushConfigs?.deleteTask(entry.task.id, { tenant: entry.tenant })
     entry.held = false
     entry.task = EVICTED
     this.#count--
@@ -303,11 +311,15 @@ export class MemoryPushConfigStore implements PushConfigStore {
   }
 
   async delete (taskId: string, id: string, scope: Scope): Promise<void> {
+    const forTask = this.#forTask(taskId, scope)
+    forTask?.delete(id)
+    if (forTask?.size === 0) this.deleteTask(taskId, scope)
+  }
+
+  /** Every config of the task, at once: its task left the paired MemoryTaskStore. Idempotent. */
+  deleteTask (taskId: string, scope: Scope): void {
     const tasks = this.#tenants.get(scope.tenant)
-    const forTask = tasks?.get(taskId)
-    if (tasks === undefined || forTask === undefined) return
-    forTask.delete(id)
-    if (forTask.size > 0) return
+    if (tasks === undefined) return
     tasks.delete(taskId)
     if (tasks.size === 0) this.#tenants.delete(scope.tenant)
   }
