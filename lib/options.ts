@@ -321,6 +321,7 @@ function pushOptions (options: PushOptions | undefined, declared: boolean): Norm
     retryDelay: integer('push.retryDelay', options?.retryDelay, PUSH_DEFAULTS.retryDelay, 0),
     maxRetryDelay: integer('push.maxRetryDelay', options?.maxRetryDelay, PUSH_DEFAULTS.maxRetryDelay, 0),
     maxQueued: integer('push.maxQueued', options?.maxQueued, PUSH_DEFAULTS.maxQueued),
+    maxConfigsPerTask: integer('push.maxConfigsPerTask', options?.maxConfigsPerTask, PUSH_DEFAULTS.maxConfigsPerTask),
     onDelivery,
     resolve
   }

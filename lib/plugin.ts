@@ -118,6 +118,7 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
     onTaskEvent: push?.notify,
     checkPushConfig: push?.checkConfig,
     pushSettled: push === undefined ? undefined : (task) => push.recorded(task),
+    maxPushConfigsPerTask: options.push?.maxConfigsPerTask,
     cluster,
     inputModes: options.allowUndeclaredInputModes
       ? undefined

@@ -1,6 +1,9 @@
 // The four push-notification-config methods (spec §3.7–3.10) and the capability gate.
+import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
 import { conformanceCard } from '../examples/agent.js'
+import { MemoryPushConfigStore, type PushConfigStore } from '../lib/index.js'
+import { rest } from './helpers/rest.js'
 import { call, result, startServer, userMessage } from './helpers/server.js'
 
 const server = await startServer()
@@ -70,6 +73,69 @@ t.test('the default stores are paired: a task evicted from the memory task store
   t.equal((await call(own.endpoint, 'GetTask', { id: done.id })).error.code, -32001, 'the task was evicted')
   t.equal(pushConfigStore.hasConfigs?.(done.id, { tenant: '' }), false, 'and its configs with it')
   t.equal(await pushConfigStore.get(done.id, 'c', { tenant: '' }), undefined)
+})
+
+const fullError = (max: number) => {
+  const description = `already has ${max} push notification configs, the most a task may have: delete one, or replace one by its id`
+  return {
+    jsonRpc: { code: -32602, message: `Invalid parameters: taskId ${description}`, data: [{ '@type': 'type.googleapis.com/google.rpc.BadRequest', fieldViolations: [{ field: 'taskId', description }] }] },
+    rest: { error: { code: 400, status: 'INVALID_ARGUMENT', message: `Invalid parameters: taskId ${description}`, details: [{ '@type': 'type.googleapis.com/google.rpc.BadRequest', fieldViolations: [{ field: 'taskId', description }] }] } }
+  }
+}
+
+t.test('a task has at most push.maxConfigsPerTask configs, 10 by default; replacing one by its id adds none', async t => {
+  const capped = (await result(url, 'SendMessage', { message: userMessage('input') })).task
+  for (let i = 0; i < 10; i++) await result(url, 'CreateTaskPushNotificationConfig', { taskId: capped.id, id: `c${i}`, url: `https://hooks.example.com/${i}` })
+  const { error } = await call(url, 'CreateTaskPushNotificationConfig', { taskId: capped.id, id: 'c10', url: 'https://hooks.example.com/10' })
+  t.strictSame(error, fullError(10).jsonRpc)
+
+  const small = await startServer({ push: { allow: ['hooks.example.com'], maxConfigsPerTask: 2 } })
+  t.teardown(() => small.close())
+  const base = small.endpoint
+  const task = (await result(base, 'SendMessage', { message: userMessage('input') })).task
+  await result(base, 'CreateTaskPushNotificationConfig', { taskId: task.id, id: 'a', url: 'https://hooks.example.com/a' })
+  await result(base, 'CreateTaskPushNotificationConfig', { taskId: task.id, id: 'b', url: 'https://hooks.example.com/b' })
+  t.strictSame((await call(base, 'CreateTaskPushNotificationConfig', { taskId: task.id, url: 'https://hooks.example.com/c' })).error, fullError(2).jsonRpc, 'JSON-RPC')
+  const reply = await rest(base, 'POST', `/tasks/${task.id as string}/pushNotificationConfigs`, { body: { url: 'https://hooks.example.com/c' } })
+  t.equal(reply.status, 400)
+  t.strictSame(reply.body, fullError(2).rest, 'REST')
+  const inline = await call(base, 'SendMessage', {
+    message: userMessage('refused', { taskId: task.id }),
+    configuration: { taskPushNotificationConfig: { id: 'c', url: 'https://hooks.example.com/c' } }
+  })
+  t.strictSame(inline.error, fullError(2).jsonRpc, 'an inline config on the task')
+  const after = await result(base, 'GetTask', { id: task.id })
+  t.equal(after.status.state, 'TASK_STATE_INPUT_REQUIRED', 'the refused message started no turn')
+  t.notOk(after.history.some((message: any) => message.parts[0]?.text === 'refused'), 'nor was it added to the history')
+  t.same(await result(base, 'CreateTaskPushNotificationConfig', { taskId: task.id, id: 'a', url: 'https://hooks.example.com/a2' }),
+    { id: 'a', taskId: task.id, url: 'https://hooks.example.com/a2' }, 'a replacement is no new config')
+  await result(base, 'DeleteTaskPushNotificationConfig', { taskId: task.id, id: 'b' })
+  await result(base, 'CreateTaskPushNotificationConfig', { taskId: task.id, id: 'c', url: 'https://hooks.example.com/c' })
+  t.same((await result(base, 'ListTaskPushNotificationConfigs', { taskId: task.id })).configs.map((c: any) => c.id), ['a', 'c'], 'a deleted one made room')
+})
+
+t.test('concurrent creations on one task cannot pass the cap together, however slow the store', async t => {
+  const configs = new MemoryPushConfigStore()
+  const slow: PushConfigStore = {
+    isolatesTenants: true,
+    set: (config, scope) => configs.set(config, scope),
+    get: (taskId, id, scope) => configs.get(taskId, id, scope),
+    // Read at once, answered late: a database under load.
+    list: async (taskId, page, scope) => {
+      const listed = await configs.list(taskId, page, scope)
+      await sleep(50)
+      return listed
+    },
+    delete: (taskId, id, scope) => configs.delete(taskId, id, scope)
+  }
+  const small = await startServer({ pushConfigStore: slow, push: { allow: ['hooks.example.com'], maxConfigsPerTask: 2 } })
+  t.teardown(() => small.close())
+  const task = (await result(small.endpoint, 'SendMessage', { message: userMessage('input') })).task
+  const replies = await Promise.all(Array.from({ length: 6 }, (_, i) =>
+    call(small.endpoint, 'CreateTaskPushNotificationConfig', { taskId: task.id, id: `c${i}`, url: `https://hooks.example.com/${i}` })))
+  t.equal(replies.filter(reply => reply.result !== undefined).length, 2, 'two created')
+  t.strictSame(replies.filter(reply => reply.error !== undefined).map(reply => reply.error), Array(4).fill(fullError(2).jsonRpc), 'four refused')
+  t.equal((await configs.list(task.id, { pageSize: 10 }, { tenant: '' })).configs.length, 2)
 })
 
 t.test('push not declared → -32003 on all four methods and on an inline config', async t => {

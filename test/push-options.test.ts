@@ -27,6 +27,7 @@ t.test('bad options fail registration with an error naming the option', async t 
     [{ push: { retryDelay: -1 } }, 'push.retryDelay'],
     [{ push: { maxRetryDelay: 'x' as never } }, 'push.maxRetryDelay'],
     [{ push: { maxQueued: 0 } }, 'push.maxQueued'],
+    [{ push: { maxConfigsPerTask: 0 } }, 'push.maxConfigsPerTask'],
     [{ push: { onDelivery: 'x' as never } }, 'push.onDelivery'],
     [{ push: { resolve: 1 as never } }, 'push.resolve'],
     [{ recoverTasks: 'yes' as never }, 'recoverTasks']

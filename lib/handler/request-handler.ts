@@ -73,6 +73,8 @@ export interface RequestHandlerOptions {
    * looked up); undefined when none is pending. A new config waits for it (push delivery hooks in here).
    */
   pushSettled?: (task: TaskKey) => Promise<void> | undefined
+  /** Push configs one task may have (`push.maxConfigsPerTask`); undefined: no cap. */
+  maxPushConfigsPerTask?: number
   /**
    * Set with the `cluster` option: turns hold leases, CancelTask reaches the instance running
    * the task, and SendMessage is deduplicated by messageId (README, *Several instances*).
@@ -418,6 +420,11 @@ export class RequestHandler {
   readonly #followers = new Map<string, Set<EventQueue<StreamResponse>>>()
   /** Every stream handed to a dispatcher and not yet ended: shutdown ends what is left. */
   readonly #streams = new Set<EventQueue<StreamResponse>>()
+  /**
+   * Per task (its topic): its push-config writes, chained, so that two creations on this instance
+   * cannot both count room for one config under the cap. The tail never rejects; present while one is pending.
+   */
+  readonly #configWrites = new Map<string, Promise<void>>()
   #ignoredEvents = 0
   /** Where every execution's events go (TurnEvents): made once. */
   readonly #sink: EventSink = {
@@ -840,8 +847,9 @@ export class RequestHandler {
       yield this.#enqueue(run, awaiting(async () => {
         const task = await this.#loadTask(taskId, context)
         this.#refuseTerminal(task, 'send a message to')
-        await this.#options.taskStore.update(taskId, { kind: 'history', message: userMessage }, scope)
+        // The config first: refused (the task has its most configs), the message is not added either.
         if (execution.pushConfig !== undefined) await this.#storeConfig(execution.pushConfig, scope)
+        await this.#options.taskStore.update(taskId, { kind: 'history', message: userMessage }, scope)
         taskAtStart = projectTask(task)
         listener({ task: taskAtStart })
         unsubscribe = this.#options.bus.subscribe(run.topic, listener)
@@ -1557,7 +1565,30 @@ export class RequestHandler {
    */
   async #storeConfig (config: StoredPushConfig, scope: Scope): Promise<void> {
     await this.#options.pushSettled?.({ tenant: scope.tenant, taskId: config.taskId })
-    await this.#options.pushConfigStore.set(config, scope)
+    const topic = topicOf(scope.tenant, config.taskId)
+    const write = (this.#configWrites.get(topic) ?? RESOLVED).then(() => this.#setWithinCap(config, scope))
+    const tail = write.then(noop, noop)
+    this.#configWrites.set(topic, tail)
+    try {
+      await write
+    } finally {
+      if (this.#configWrites.get(topic) === tail) this.#configWrites.delete(topic)
+    }
+  }
+
+  /**
+   * Stores the config unless the task has its most configs already: one caller's configs on one
+   * task would otherwise fill the push sender's queue, shared by all, with each event. Replacing
+   * a config (same id) adds none. InvalidParams: the spec has no error for a quota, and retrying
+   * cannot help until a config is deleted.
+   */
+  async #setWithinCap (config: StoredPushConfig, scope: Scope): Promise<void> {
+    const { pushConfigStore: store, maxPushConfigsPerTask: max } = this.#options
+    if (max !== undefined && (await store.list(config.taskId, { pageSize: max }, scope)).configs.length >= max &&
+      await store.get(config.taskId, config.id, scope) === undefined) {
+      throw invalidParams([{ field: 'taskId', description: `already has ${max} push notification configs, the most a task may have: delete one, or replace one by its id` }])
+    }
+    await store.set(config, scope)
   }
 
   #pushConfig (input: TaskPushNotificationConfig, taskId: string): StoredPushConfig {

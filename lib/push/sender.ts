@@ -34,6 +34,8 @@ export interface PushOptions {
   maxRetryDelay?: number
   /** Deliveries waiting or in flight, all configs together; past it new ones are dropped (and reported). Default 10,000. */
   maxQueued?: number
+  /** Push configs one task may have; creating one more is refused (InvalidParams), replacing one by its id is not. Default 10. */
+  maxConfigsPerTask?: number
   /** Called once per event and config with the outcome (not for a config deleted before its turn): the metrics hook. */
   onDelivery?: (report: PushDeliveryReport) => void
   /** Host name resolver, for the SSRF checks and the connection. Default: the system resolver. */
@@ -85,6 +87,7 @@ export interface NormalizedPushOptions {
   retryDelay: number
   maxRetryDelay: number
   maxQueued: number
+  maxConfigsPerTask: number
   onDelivery?: (report: PushDeliveryReport) => void
   resolve?: Resolver
 }
@@ -95,7 +98,8 @@ export const PUSH_DEFAULTS = {
   maxAttempts: 5,
   retryDelay: 500,
   maxRetryDelay: 30_000,
-  maxQueued: 10_000
+  maxQueued: 10_000,
+  maxConfigsPerTask: 10
 }
 
 /** How long a config's creation waits for DNS before accepting the name (delivery checks again). */
