@@ -420,11 +420,6 @@ export class RequestHandler {
   readonly #followers = new Map<string, Set<EventQueue<StreamResponse>>>()
   /** Every stream handed to a dispatcher and not yet ended: shutdown ends what is left. */
   readonly #streams = new Set<EventQueue<StreamResponse>>()
-  /**
-   * Per task (its topic): its push-config writes, chained, so that two creations on this instance
-   * cannot both count room for one config under the cap. The tail never rejects; present while one is pending.
-   */
-  readonly #configWrites = new Map<string, Promise<void>>()
   #ignoredEvents = 0
   /** Where every execution's events go (TurnEvents): made once. */
   readonly #sink: EventSink = {
@@ -744,10 +739,13 @@ export class RequestHandler {
     const config = this.#pushConfig(params, task.id)
     await this.#options.checkPushConfig?.(config)
     const scope = this.#scope(context)
-    // Read before the config is stored: an event racing its creation may be caught up, never missed.
-    const version = this.#options.cluster === undefined ? undefined : (await this.#options.taskStore.getVersioned?.(task.id, scope))?.version
-    await this.#storeConfig(config, scope)
-    if (version !== undefined) await this.#options.cluster?.markConfig({ tenant: scope.tenant, taskId: task.id }, config.id as string, version)
+    // One of the task's changes (#storeConfig counts its configs): two creations cannot both find room for one.
+    await this.#enqueue(this.#runFor(scope, task), awaiting(async () => {
+      // Read before the config is stored: an event racing its creation may be caught up, never missed.
+      const version = this.#options.cluster === undefined ? undefined : (await this.#options.taskStore.getVersioned?.(task.id, scope))?.version
+      await this.#storeConfig(config, scope)
+      if (version !== undefined) await this.#options.cluster?.markConfig({ tenant: scope.tenant, taskId: task.id }, config.id as string, version)
+    }))
     return config
   }
 
@@ -1561,28 +1559,16 @@ export class RequestHandler {
   /**
    * Stores a push config once the task's events published so far have their configs looked up:
    * a lookup still waiting on a slow store would otherwise find it and send it events from
-   * before its creation.
+   * before its creation. A step of the task's change queue, so that its count of the task's
+   * configs holds until it stores.
+   *
+   * Refused when the task has its most configs already: one caller's configs on one task would
+   * otherwise fill the push sender's queue, shared by all, with each event. Replacing a config
+   * (same id) adds none. InvalidParams: the spec has no error for a quota, and retrying cannot
+   * help until a config is deleted.
    */
   async #storeConfig (config: StoredPushConfig, scope: Scope): Promise<void> {
     await this.#options.pushSettled?.({ tenant: scope.tenant, taskId: config.taskId })
-    const topic = topicOf(scope.tenant, config.taskId)
-    const write = (this.#configWrites.get(topic) ?? RESOLVED).then(() => this.#setWithinCap(config, scope))
-    const tail = write.then(noop, noop)
-    this.#configWrites.set(topic, tail)
-    try {
-      await write
-    } finally {
-      if (this.#configWrites.get(topic) === tail) this.#configWrites.delete(topic)
-    }
-  }
-
-  /**
-   * Stores the config unless the task has its most configs already: one caller's configs on one
-   * task would otherwise fill the push sender's queue, shared by all, with each event. Replacing
-   * a config (same id) adds none. InvalidParams: the spec has no error for a quota, and retrying
-   * cannot help until a config is deleted.
-   */
-  async #setWithinCap (config: StoredPushConfig, scope: Scope): Promise<void> {
     const { pushConfigStore: store, maxPushConfigsPerTask: max } = this.#options
     if (max !== undefined && (await store.list(config.taskId, { pageSize: max }, scope)).configs.length >= max &&
       await store.get(config.taskId, config.id, scope) === undefined) {

@@ -262,7 +262,7 @@ export class MemoryTaskStore implements TaskStore, ImmediateTaskStore {
   #evict (entry: Entry): void {
     const tasks = this.#tenants.get(entry.tenant) as Map<string, Entry>
     tasks.delete(entry.task.id)
-    this.#pushConfigs?.deleteTask(entry.task.id, { tenant: entry.tenant })
+    this.#pushConfigs?.deleteTask(entry.task.id, entry.tenant)
     entry.held = false
     entry.task = EVICTED
     this.#count--
@@ -313,15 +313,15 @@ export class MemoryPushConfigStore implements PushConfigStore {
   async delete (taskId: string, id: string, scope: Scope): Promise<void> {
     const forTask = this.#forTask(taskId, scope)
     forTask?.delete(id)
-    if (forTask?.size === 0) this.deleteTask(taskId, scope)
+    if (forTask?.size === 0) this.deleteTask(taskId, scope.tenant)
   }
 
   /** Every config of the task, at once: its task left the paired MemoryTaskStore. Idempotent. */
-  deleteTask (taskId: string, scope: Scope): void {
-    const tasks = this.#tenants.get(scope.tenant)
+  deleteTask (taskId: string, tenant: string): void {
+    const tasks = this.#tenants.get(tenant)
     if (tasks === undefined) return
     tasks.delete(taskId)
-    if (tasks.size === 0) this.#tenants.delete(scope.tenant)
+    if (tasks.size === 0) this.#tenants.delete(tenant)
   }
 
   #forTask (taskId: string, scope: Scope): Map<string, TaskPushNotificationConfig> | undefined {
