@@ -112,6 +112,28 @@ t.test('a resolver\'s answer is final: \'\' pins the default tenant over the pat
   t.equal(org.body.error.code, -32001, 'a caller the resolver puts in another tenant cannot see it')
 })
 
+t.test('the README\'s per-caller tenancy: each bearer token sees its own tasks only, whatever tenant it names', async t => {
+  const perCaller = await startServer({
+    auth: { bearer: { tokens: ['alice-token', 'bob-token'] } },
+    tenancy: { resolve: (context) => (context.identity as { subject?: string } | undefined)?.subject ?? '' }
+  })
+  t.teardown(() => perCaller.close())
+  const as = (token: string) => ({ ...V1, authorization: `Bearer ${token}` })
+  const rpc = async (token: string, method: string, params: object) =>
+    (await post(perCaller.endpoint, { jsonrpc: '2.0', id: 1, method, params }, as(token))).body
+  const task = (await rpc('alice-token', 'SendMessage', { message: userMessage('input') })).result.task
+  t.equal((await rpc('alice-token', 'GetTask', { id: task.id })).result.id, task.id, 'alice sees her task')
+  t.equal((await rpc('bob-token', 'GetTask', { id: task.id })).error.code, -32001, 'bob gets TaskNotFound')
+  t.equal((await rpc('bob-token', 'GetTask', { id: task.id, tenant: '' })).error.code, -32001, 'naming the default tenant does not help')
+  t.same((await rpc('bob-token', 'ListTasks', {})).result.tasks, [], 'bob lists none of hers')
+  t.equal((await rpc('bob-token', 'CancelTask', { id: task.id })).error.code, -32001)
+  t.equal((await rest(perCaller.endpoint, 'GET', `/tasks/${task.id}`, { headers: as('bob-token') })).status, 404, 'HTTP+JSON too')
+  const bob = await connect(wsUrl(perCaller.origin), { headers: { authorization: 'Bearer bob-token' } })
+  t.teardown(() => bob.close())
+  t.equal((await bob.request('GetTask', { id: task.id })).error.code, -32001, 'WebSocket too')
+  t.equal((await rpc('alice-token', 'GetTask', { id: task.id })).result.status.state, 'TASK_STATE_INPUT_REQUIRED', 'her task is untouched')
+})
+
 t.test('a store that cannot isolate tenants refuses a request naming one', async t => {
   const inner = new MemoryTaskStore()
   const shared: TaskStore = {
