@@ -155,6 +155,30 @@ t.test('cancel a terminal task → -32002 TaskNotCancelable, also the second tim
   t.equal((await call(url, 'CancelTask', { id: 'unknown' })).error.code, -32001)
 })
 
+t.test('a task its cancel hook completes instead → -32002 TaskNotCancelable, the task COMPLETED', async t => {
+  const finishing = await startServer({
+    executor: {
+      async execute (context, events) {
+        await events.working()
+        await new Promise(resolve => context.signal.addEventListener('abort', resolve))
+      },
+      async cancel (_context, events) {
+        await events.completed()
+      }
+    }
+  })
+  t.teardown(() => finishing.close())
+  const { result: { task } } = await call(finishing.endpoint, 'SendMessage', { message: userMessage('x'), configuration: { returnImmediately: true } })
+  await eventually(async () => (await result(finishing.endpoint, 'GetTask', { id: task.id })).status.state === 'TASK_STATE_WORKING')
+  const { error } = await call(finishing.endpoint, 'CancelTask', { id: task.id })
+  t.same(error, {
+    code: -32002,
+    message: `Task cannot be canceled: ${task.id}`,
+    data: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'TASK_NOT_CANCELABLE', domain: 'a2a-protocol.org', metadata: { taskId: task.id, state: 'TASK_STATE_COMPLETED' } }]
+  })
+  t.equal((await result(finishing.endpoint, 'GetTask', { id: task.id })).status.state, 'TASK_STATE_COMPLETED')
+})
+
 t.test('GetTask of an unknown id → -32001', async t => {
   t.equal((await call(url, 'GetTask', { id: 'nope' })).error.code, -32001)
 })

@@ -49,8 +49,10 @@ export interface RequestHandlerOptions {
   bus: EventBus
   /** The public card's capabilities: they gate streaming, push and the extended card. */
   capabilities: AgentCapabilities
-  /** The extended card for a caller; undefined when none is configured. */
-  /** `origin`: where the client reached the server (`http(s)://host`), when the binding knows it. */
+  /**
+   * The extended card for a caller; undefined when none is configured. `origin`: where the
+   * client reached the server (`http(s)://host`), when the binding knows it.
+   */
   extendedCard?: (context: CallContext, origin?: string) => AgentCard | Promise<AgentCard>
   /** Events a stream buffers for a slow reader before it ends with StreamLagged. */
   maxQueuedEvents: number
@@ -180,6 +182,10 @@ type TurnStart = Turn | (Resend & { scope: Scope })
 
 /** While a resend waits for the turn it repeats to create its task: how often it looks again, at most. */
 const RESEND_POLL_MS = 250
+
+function taskNotCancelable (task: Task): A2AError {
+  return new TaskNotCancelableError(task.id).with({ metadata: { taskId: task.id, state: task.status.state } })
+}
 
 function taskNotFound (id: string): A2AError {
   return new TaskNotFoundError(id).with({ metadata: { taskId: id } })
@@ -645,9 +651,7 @@ export class RequestHandler {
   async cancelTask (params: CancelTaskRequest, context: CallContext): Promise<Task> {
     const scope = this.#scope(context)
     const task = await this.#loadTask(params.id, context)
-    if (isTerminal(task.status.state)) {
-      throw new TaskNotCancelableError(task.id).with({ metadata: { taskId: task.id, state: task.status.state } })
-    }
+    if (isTerminal(task.status.state)) throw taskNotCancelable(task)
     const { cluster } = this.#options
     if (cluster === undefined || this.#runsHere(scope, task.id)) return await this.#cancelHere(task, scope, context)
     const outcome = await this.#cancelElsewhere(cluster, task, scope)
@@ -674,7 +678,10 @@ export class RequestHandler {
     }
     const run = this.#runFor(scope, await this.#loadTask(task.id, context))
     await this.#enqueue(run, this.#endTask(run, 'TASK_STATE_CANCELED'))
-    return projectTask(await this.#loadTask(task.id, context))
+    const ended = await this.#loadTask(task.id, context)
+    // It ended otherwise meanwhile (its executor, or its cancel hook, completed it first): not canceled.
+    if (ended.status.state !== 'TASK_STATE_CANCELED') throw taskNotCancelable(ended)
+    return projectTask(ended)
   }
 
   async subscribeToTask (params: SubscribeToTaskRequest, context: CallContext): Promise<AsyncIterableIterator<StreamResponse>> {
