@@ -1,9 +1,13 @@
 // The task state machine through the JSON-RPC binding (spec §10): creation, blocking
 // and returnImmediately, interrupted states and resumption, terminal states, the
 // taskId / contextId rules, historyLength, cancel and the executor's failures.
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import t from 'tap'
+import { openSqliteStores } from '../lib/index.js'
 import { MemoryTaskStore } from '../lib/store/memory.js'
-import { call, eventually, result, startServer, userMessage } from './helpers/server.js'
+import { call, eventually, result, startServer, stream, userMessage } from './helpers/server.js'
 
 const server = await startServer()
 t.teardown(() => server.close())
@@ -220,4 +224,30 @@ t.test('a message to a task that the store fails to record leaves nothing runnin
   t.equal(refused.error.code, -32603)
   t.equal(failing.fastify.a2a.handler.activeTasks, 0, 'its run is gone')
   t.equal(failing.fastify.a2a.handler.runningExecutions, 0)
+})
+
+t.test('a resumed turn starts from the task holding the new message once, with the memory store and with SQLite', async t => {
+  const dir = mkdtempSync(join(tmpdir(), 'a2a-resume-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const sqlite = openSqliteStores({ path: join(dir, 'tasks.db') })
+  t.teardown(() => sqlite.close())
+  for (const [name, stores] of [['memory', {}], ['SQLite', sqlite]] as const) {
+    const seenByExecutor: string[][] = []
+    const server = await startServer({
+      ...stores,
+      executor: {
+        async execute (context, events) {
+          if (context.task === undefined) return await events.inputRequired('more?')
+          seenByExecutor.push((context.task.history ?? []).map(message => message.parts[0]?.text as string))
+          await events.completed()
+        }
+      }
+    })
+    t.teardown(() => server.close())
+    const { task } = await result(server.endpoint, 'SendMessage', { message: userMessage('first') })
+    const { events } = await stream(server.endpoint, 'SendStreamingMessage', { message: userMessage('second', { taskId: task.id }) })
+    const first = events[0]?.data.result.task
+    t.same(first.history.map((message: any) => message.parts[0].text), ['first', 'more?', 'second'], `${name}: the stream's first event`)
+    t.same(seenByExecutor, [['first', 'more?', 'second']], `${name}: the executor's context.task`)
+  }
 })

@@ -854,8 +854,13 @@ export class RequestHandler {
         this.#refuseTerminal(task, 'send a message to')
         // The config first: refused (the task has its most configs), the message is not added either.
         if (execution.pushConfig !== undefined) await this.#storeConfig(execution.pushConfig, scope)
+        // Copied before the store records the message, then given it: whether `task` is the store's
+        // own object (which the update changes) or a row read from a database, it holds it once.
+        const atStart = projectTask(task)
         await this.#options.taskStore.update(taskId, { kind: 'history', message: userMessage }, scope)
-        taskAtStart = projectTask(task)
+        if (atStart.history === undefined) atStart.history = [userMessage]
+        else atStart.history.push(userMessage)
+        taskAtStart = atStart
         listener({ task: taskAtStart })
         unsubscribe = this.#options.bus.subscribe(run.topic, listener)
       }))
