@@ -1,9 +1,10 @@
-// Seed 000 §7 limits, each an option: the 4 MiB message cap, the handshake timeout,
-// idle connections, and a graceful close.
+// Seed 000 §7 limits, each an option: the 4 MiB message cap, the handshake timeout, the
+// connection cap, idle connections, and a graceful close.
 import { connect as netConnect } from 'node:net'
 import t from 'tap'
+import { PermissionDeniedError } from '../lib/index.js'
 import { startServer, userMessage } from './helpers/server.js'
-import { clientFrame, connect, frameReader, pingedThenClosedIdle, rawUpgrade, refusedUpgrade, wsUrl } from './helpers/ws.js'
+import { clientFrame, connect, frameReader, openOrRefused, pingedThenClosedIdle, rawUpgrade, refusedUpgrade, wsUrl, type WsClient } from './helpers/ws.js'
 
 t.test('a message over the cap ends the connection with 1009; a new connection works', async t => {
   const server = await startServer()
@@ -38,6 +39,49 @@ t.test('a peer that opens TCP and never completes the upgrade is disconnected', 
   const ok = await connect(wsUrl(server.origin))
   t.equal((await ok.request('GetTask', { id: 'x' })).error.code, -32001, 'a prompt upgrade is unaffected')
   ok.close()
+})
+
+t.test('maxConnections holds for upgrades that arrive together; a closed, refused or abandoned upgrade frees its slot', async t => {
+  // Each upgrade waits in onUpgrade, as a check that does I/O would.
+  const server = await startServer({
+    websocket: { maxConnections: 1 },
+    interceptors: [{
+      async onUpgrade (request) {
+        await new Promise(resolve => setTimeout(resolve, 100))
+        if (request.headers['x-refuse'] !== undefined) throw new PermissionDeniedError()
+      }
+    }]
+  })
+  t.teardown(() => server.close())
+  const url = wsUrl(server.origin)
+  const capped = { status: 503, body: { error: { code: 503, status: 'UNAVAILABLE', message: 'Service unavailable: 1 WebSocket connections are open' } } }
+
+  const together = await Promise.all([openOrRefused(url), openOrRefused(url)])
+  const opened = together.flatMap(outcome => 'client' in outcome ? [outcome.client] : [])
+  t.equal(opened.length, 1, 'exactly one of the two opens')
+  t.same(together.flatMap(outcome => 'refused' in outcome ? [outcome.refused] : []), [capped], 'the other gets the cap\'s refusal')
+  const first = opened[0] as WsClient
+  t.equal((await first.request('GetTask', { id: 'x' })).error.code, -32001)
+  first.close()
+  await first.closed
+  await new Promise(resolve => setTimeout(resolve, 50))
+
+  const refused = await refusedUpgrade(url, { headers: { 'x-refuse': 'yes' } })
+  t.same({ status: refused.status, body: refused.body }, {
+    status: 403,
+    body: { error: { code: 403, status: 'PERMISSION_DENIED', message: 'permission denied', details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'PERMISSION_DENIED', domain: 'a2a-rust.com' }] } }
+  }, 'refused by onUpgrade')
+  // A peer that leaves (RST, so the server's socket closes at once) while its upgrade is checked.
+  const abandoned = netConnect(Number(new URL(server.origin).port), '127.0.0.1')
+  abandoned.write('GET /?A2A-Version=1.0 HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n')
+  await new Promise(resolve => setTimeout(resolve, 30))
+  abandoned.resetAndDestroy()
+  await new Promise(resolve => setTimeout(resolve, 150))
+
+  const second = await connect(url)
+  t.equal((await second.request('GetTask', { id: 'x' })).error.code, -32001, 'the slot was freed')
+  t.same(await openOrRefused(url).then(outcome => 'refused' in outcome ? outcome.refused : 'opened'), capped, 'and counted once: the cap still holds')
+  second.close()
 })
 
 t.test('idleTimeout: a silent peer is closed with 1001; one that answers pings stays', async t => {

@@ -102,32 +102,46 @@ export async function webSocketDispatcher (fastify: FastifyInstance, options: We
       await refuse(reply, new UnavailableError(`${options.maxConnections} WebSocket connections are open`))
       return
     }
+    // The slot is taken before the first await, or upgrades that arrive together would all
+    // pass the cap. It is held until the TCP connection closes (an upgrade injected by
+    // `fastify.injectWS` has none, and holds it until its WebSocket closes), and given back
+    // at once when the upgrade is refused.
+    reserved++
+    let identity: string | undefined
+    let released = false
+    const release = () => {
+      if (released) return
+      released = true
+      reserved--
+      if (identity === undefined) return
+      const left = (perIdentity.get(identity) ?? 1) - 1
+      if (left === 0) perIdentity.delete(identity)
+      else perIdentity.set(identity, left)
+    }
+    // Listening now, so a peer that leaves during the checks below frees its slot too.
+    const tcp = request.raw.socket as Socket | undefined
+    tcp?.once('close', release)
     const offered = (request.headers['sec-websocket-protocol'] ?? '').split(',').map(name => name.trim())
     const protocol = selectProtocol(offered, options.a2aV1 !== undefined)
     const serviceParams = serviceParamsFromHeaders(rawHeadersOf(request), DROPPED_HEADERS)
     const version = requestedVersion(serviceParams['a2a-version'], request.query)
-    // a2a.v1 reads the version of each request, which may bring its own (seed 001).
-    if (protocol === undefined) {
-      try {
-        checkVersion(version, options.allowMissingVersion)
-      } catch (error) {
-        await refuse(reply, toA2AError(error))
-        return
-      }
-    }
-    let identity: string | undefined
     try {
+      // a2a.v1 reads the version of each request, which may bring its own (seed 001).
+      if (protocol === undefined) checkVersion(version, options.allowMissingVersion)
       for (const interceptor of options.interceptors) await interceptor.onUpgrade?.(request, serviceParams)
-      if (protocol !== undefined && options.a2aV1?.refuseAtUpgrade === true) identity = (await options.authenticate?.(request, serviceParams))?.subject
+      const subject = protocol !== undefined && options.a2aV1?.refuseAtUpgrade === true ? (await options.authenticate?.(request, serviceParams))?.subject : undefined
+      // An anonymous connection counts against no identity.
+      if (subject !== undefined && subject !== '') {
+        const held = perIdentity.get(subject) ?? 0
+        if (options.a2aV1 !== undefined && held >= options.a2aV1.maxConnectionsPerIdentity) {
+          throw new UnavailableError(`${options.a2aV1.maxConnectionsPerIdentity} WebSocket connections are open for this identity`)
+        }
+        perIdentity.set(subject, held + 1)
+        identity = subject
+      }
     } catch (error) {
+      release()
       await refuse(reply, toA2AError(error))
-      return
-    }
-    // An anonymous connection counts against no identity.
-    if (identity === '') identity = undefined
-    const held = identity === undefined ? 0 : perIdentity.get(identity) ?? 0
-    if (identity !== undefined && options.a2aV1 !== undefined && held >= options.a2aV1.maxConnectionsPerIdentity) {
-      await refuse(reply, new UnavailableError(`${options.a2aV1.maxConnectionsPerIdentity} WebSocket connections are open for this identity`))
       return
     }
     // A browser can only send the version in the query string: it is a parameter all the same.
@@ -135,19 +149,6 @@ export async function webSocketDispatcher (fastify: FastifyInstance, options: We
     serviceParams[':path'] = request.url.split('?')[0] as string
     serviceParams[':connection-id'] = newId()
     const info = { serviceParams: Object.freeze(serviceParams), version, extensions: requestedExtensions(serviceParams['a2a-extensions']), request, protocol, identity }
-    // The slots are held from the handshake until the TCP connection closes; an upgrade
-    // injected by `fastify.injectWS` has none, and holds them until its WebSocket closes.
-    reserved++
-    if (identity !== undefined) perIdentity.set(identity, held + 1)
-    const release = () => {
-      reserved--
-      if (identity === undefined) return
-      const left = (perIdentity.get(identity) ?? 1) - 1
-      if (left === 0) perIdentity.delete(identity)
-      else perIdentity.set(identity, left)
-    }
-    const tcp = request.raw.socket as Socket | undefined
-    if (tcp !== undefined) tcp.once('close', release)
     handshakes.set(request, { info, releaseOnClose: tcp === undefined ? release : undefined })
   }
 

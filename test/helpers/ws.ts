@@ -120,6 +120,25 @@ export function refusedUpgrade (url: string, options: WebSocket.ClientOptions = 
   })
 }
 
+/** An upgrade's outcome, for attempts raced against each other: the open client, or the refusal read in full. */
+export function openOrRefused (url: string, options: WebSocket.ClientOptions = {}): Promise<{ client: WsClient } | { refused: { status: number, body: any } }> {
+  return new Promise((resolve, reject) => {
+    const socket = new WebSocket(url, options)
+    const client = clientOf(socket)
+    socket.once('open', () => resolve({ client }))
+    socket.on('error', reject)
+    socket.on('unexpected-response', (request, response) => {
+      let text = ''
+      response.setEncoding('utf8')
+      response.on('data', (chunk: string) => { text += chunk })
+      response.on('end', () => {
+        request.destroy()
+        resolve({ refused: { status: response.statusCode ?? 0, body: JSON.parse(text) } })
+      })
+    })
+  })
+}
+
 /**
  * Writes an upgrade request by hand on a raw TCP socket (for header lines a client
  * library would normalise), and resolves once the response head arrives, with the
