@@ -199,13 +199,13 @@ function destroyConnection (this: ServerResponse): void {
 
 /**
  * Disconnects a peer that opens a connection and does not complete a request (or an
- * upgrade) within `timeoutMs`. It applies to every connection of the server until its
+ * upgrade) within `timeoutMs` of its TCP connection: on a TLS server that bounds the TLS
+ * handshake too (seed 000 §7). It applies to every connection of the server until its
  * first request, since nothing tells an upgrade from a plain request before its headers.
  */
 export function guardHandshakes (server: Server, timeoutMs: number): () => void {
   const pending = new WeakMap<Socket, NodeJS.Timeout>()
-  // A TLS server's requests arrive on the TLS socket, which `secureConnection` gives.
-  const event = 'setSecureContext' in server ? 'secureConnection' : 'connection'
+  // 'connection' gives the TCP socket, a TLS server's too; destroying it ends the TLS one.
   const onConnection = (socket: Socket) => {
     const timer = setTimeout(() => socket.destroy(), timeoutMs)
     timer.unref()
@@ -213,16 +213,18 @@ export function guardHandshakes (server: Server, timeoutMs: number): () => void 
     socket.once('close', () => clearTimeout(timer))
   }
   const settled = (socket: Socket) => {
-    clearTimeout(pending.get(socket))
-    pending.delete(socket)
+    // A TLS server's requests arrive on the TLS socket, which holds the TCP one as `_parent`.
+    const tcp = (socket as { _parent?: Socket | null })._parent ?? socket
+    clearTimeout(pending.get(tcp))
+    pending.delete(tcp)
   }
   const onRequest = (request: { socket: Socket }) => settled(request.socket)
   const onUpgrade = (_request: unknown, socket: Socket) => settled(socket)
-  server.on(event, onConnection)
+  server.on('connection', onConnection)
   server.on('request', onRequest)
   server.prependListener('upgrade', onUpgrade)
   return () => {
-    server.off(event, onConnection)
+    server.off('connection', onConnection)
     server.off('request', onRequest)
     server.off('upgrade', onUpgrade)
   }
