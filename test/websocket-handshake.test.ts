@@ -12,8 +12,8 @@ import { clientOf, connect, rawUpgrade, refusedUpgrade, wsUrl } from './helpers/
  * Sends a WebSocket upgrade request to `path` and reads until the server closes the
  * connection: everything it wrote. Rejects if the server still holds it open after 5 s.
  */
-async function upgradeUntilClosed (origin: string, path: string): Promise<string> {
-  const { socket, response, rest } = await rawUpgrade(origin, ['A2A-Version: 1.0'], path)
+async function upgradeUntilClosed (origin: string, path: string, headerLines = ['A2A-Version: 1.0']): Promise<string> {
+  const { socket, response, rest } = await rawUpgrade(origin, headerLines, path)
   const chunks: Buffer[] = [rest]
   const written = () => `${response}\r\n\r\n${Buffer.concat(chunks).toString('latin1')}`
   return await new Promise((resolve, reject) => {
@@ -120,6 +120,46 @@ t.test('maxConnections: an upgrade past it → 503 UNAVAILABLE; a freed slot is 
   t.equal((await three.request('GetTask', { id: 'x' })).error.code, -32001)
   two.close()
   three.close()
+})
+
+t.test('a handshake `ws` would refuse → 400 FAILED_PRECONDITION with UNSUPPORTED_OPERATION, no slot kept', async t => {
+  const server = await startServer({ websocket: { maxConnections: 1 } })
+  t.teardown(() => server.close())
+  const refusals: Array<[string, string]> = [
+    ['Upgrade: h2c', 'Invalid Upgrade header'],
+    ['Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ=', 'Missing or invalid Sec-WebSocket-Key header'],
+    ['Sec-WebSocket-Key:', 'Missing or invalid Sec-WebSocket-Key header'],
+    ['Sec-WebSocket-Version: 12', 'Missing or invalid Sec-WebSocket-Version header'],
+    ['Sec-WebSocket-Protocol: a2a.v1, a2a.v1', 'Invalid Sec-WebSocket-Protocol header'],
+    ['Sec-WebSocket-Protocol: a2a.v1,,x', 'Invalid Sec-WebSocket-Protocol header'],
+    ['Sec-WebSocket-Protocol: a2a v1', 'Invalid Sec-WebSocket-Protocol header'],
+    ['Sec-WebSocket-Protocol: a2a/v1', 'Invalid Sec-WebSocket-Protocol header']
+  ]
+  for (const [line, message] of refusals) {
+    const written = await upgradeUntilClosed(server.origin, '/', ['A2A-Version: 1.0', line])
+    const [head, body] = written.split('\r\n\r\n') as [string, string]
+    const headers = new Map(head.split('\r\n').slice(1).map(field => [field.slice(0, field.indexOf(':')).toLowerCase(), field.slice(field.indexOf(':') + 2)]))
+    t.match(head, /^HTTP\/1\.1 400 Bad Request\r\n/, line)
+    t.equal(headers.get('content-type'), 'application/a2a+json; charset=utf-8', line)
+    // RFC 6455 §4.4: a refused version comes with the versions the server speaks.
+    t.equal(headers.get('sec-websocket-version'), line.startsWith('Sec-WebSocket-Version') ? '13, 8' : undefined, line)
+    t.same(JSON.parse(body), {
+      error: {
+        code: 400,
+        status: 'FAILED_PRECONDITION',
+        message: `Unsupported operation: ${message}`,
+        details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'UNSUPPORTED_OPERATION', domain: 'a2a-protocol.org' }]
+      }
+    }, line)
+  }
+  const version8 = await rawUpgrade(server.origin, ['A2A-Version: 1.0', 'Sec-WebSocket-Version: 8', 'Sec-WebSocket-Protocol: x.v9 ,\ta2a.v2'])
+  t.match(version8.response, /^HTTP\/1\.1 101 /, 'version 8 and a list with whitespace around its commas pass, as ws accepts them')
+  version8.socket.destroy()
+  await new Promise(resolve => version8.socket.once('close', resolve))
+  await new Promise(resolve => setTimeout(resolve, 50))
+  const client = await connect(wsUrl(server.origin))
+  t.equal((await client.request('GetTask', { id: 'x' })).error.code, -32001, 'the one slot is free after the refusals')
+  client.close()
 })
 
 t.test('an HTTP request to the upgrade path without Upgrade is not a WebSocket', async t => {

@@ -4,14 +4,14 @@
 // per-identity cap), the connection-scoped service parameters, and the thin adapter from
 // a `ws` socket to the connection logic in websocket-connection.ts.
 import { newId } from '../ids.js'
-import { ServerResponse, type IncomingMessage, type Server } from 'node:http'
+import { ServerResponse, type IncomingHttpHeaders, type IncomingMessage, type Server } from 'node:http'
 import type { Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { WebSocket } from 'ws'
 import type {} from '@fastify/websocket'
 import {
-  OriginNotAllowedError, UnavailableError, errorHeaders, toA2AError, toRestError, type A2AError
+  OriginNotAllowedError, UnavailableError, UnsupportedOperationError, errorHeaders, toA2AError, toRestError, type A2AError
 } from '../errors/index.js'
 import type { Identity } from '../interceptors/auth.js'
 import type { A2AInterceptor } from '../interceptors/types.js'
@@ -44,6 +44,30 @@ export interface WebSocketDispatcherOptions {
 /** The subprotocol to select among those a client offers: a2a.v1 when it is served and offered; none means seed 000. */
 export function selectProtocol (offered: Iterable<string>, a2aV1: boolean): string | undefined {
   return a2aV1 && [...offered].includes(A2A_V1_SUBPROTOCOL) ? A2A_V1_SUBPROTOCOL : undefined
+}
+
+/** `ws`'s checks of an upgrade (websocket-server.js, handleUpgrade): its key pattern and versions. */
+const WS_KEY = /^[+/0-9A-Za-z]{22}==$/
+const WS_VERSIONS = new Set([8, 13])
+const VERSION_FAULT = 'Missing or invalid Sec-WebSocket-Version header'
+/** Comma-separated tokens (RFC 7230) with spaces or tabs around the commas, as `ws`'s subprotocol parser reads them. */
+const PROTOCOL_LIST = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+(?:[ \t]*,[ \t]*[!#$%&'*+\-.^_`|~0-9A-Za-z]+)*$/
+
+/**
+ * Why `ws` would refuse this upgrade, in the order it checks, with its message; undefined
+ * when it would not. Checked before `ws` sees the upgrade, so that its refusal carries the
+ * REST error body too rather than `ws`'s text/html.
+ */
+function handshakeFault (headers: IncomingHttpHeaders): string | undefined {
+  if (headers.upgrade?.toLowerCase() !== 'websocket') return 'Invalid Upgrade header'
+  const key = headers['sec-websocket-key']
+  if (key === undefined || !WS_KEY.test(key)) return 'Missing or invalid Sec-WebSocket-Key header'
+  if (!WS_VERSIONS.has(Number(headers['sec-websocket-version']))) return VERSION_FAULT
+  const protocols = headers['sec-websocket-protocol']
+  if (protocols === undefined) return undefined
+  const names = protocols.split(',').map(name => name.trim())
+  // `ws` refuses a subprotocol offered twice.
+  if (!PROTOCOL_LIST.test(protocols) || new Set(names).size !== names.length) return 'Invalid Sec-WebSocket-Protocol header'
 }
 
 function refuse (reply: FastifyReply, error: A2AError): FastifyReply {
@@ -93,6 +117,14 @@ export async function webSocketDispatcher (fastify: FastifyInstance, options: We
   /** The handshake checks run as a route hook, before the upgrade: a refusal is an HTTP status with the REST error body. */
   async function checkUpgrade (request: FastifyRequest, reply: FastifyReply): Promise<void> {
     if (!request.ws) return
+    const fault = handshakeFault(request.headers)
+    if (fault !== undefined) {
+      // RFC 6455 §4.4: a refused version comes with the versions the server speaks.
+      if (fault === VERSION_FAULT) reply.header('sec-websocket-version', '13, 8')
+      // The row of 400 FAILED_PRECONDITION with an ErrorInfo (seed 000 §1) that names no A2A feature.
+      await refuse(reply, new UnsupportedOperationError(fault))
+      return
+    }
     const origin = request.headers.origin
     if (origin === undefined ? options.requireOrigin : (allowed !== undefined && !allowed.has(origin.toLowerCase()))) {
       await refuse(reply, new OriginNotAllowedError(origin ?? '(none)'))

@@ -142,7 +142,8 @@ export function openOrRefused (url: string, options: WebSocket.ClientOptions = {
 /**
  * Writes an upgrade request by hand on a raw TCP socket (for header lines a client
  * library would normalise), and resolves once the response head arrives, with the
- * socket. Header lines are written byte for byte (latin1): pass UTF-8 bytes as such.
+ * socket. Header lines are written byte for byte (latin1): pass UTF-8 bytes as such. A line
+ * naming one of the upgrade's default headers (Upgrade, Sec-WebSocket-Key…) replaces it.
  */
 export function rawUpgrade (origin: string, headerLines: string[], path = '/'): Promise<{ socket: Socket, response: string, rest: Buffer }> {
   const { hostname, port } = new URL(origin)
@@ -157,13 +158,13 @@ export function rawUpgrade (origin: string, headerLines: string[], path = '/'): 
       socket.off('data', onData)
       resolve({ socket, response: buffer.subarray(0, end).toString('latin1'), rest: buffer.subarray(end + 4) })
     })
+    const nameOf = (line: string) => line.slice(0, line.indexOf(':')).toLowerCase()
+    const given = new Set(headerLines.map(nameOf))
+    const defaults = ['Upgrade: websocket', 'Connection: Upgrade', 'Sec-WebSocket-Version: 13', 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==']
     socket.write([
       `GET ${path} HTTP/1.1`,
       `Host: ${hostname}:${port}`,
-      'Upgrade: websocket',
-      'Connection: Upgrade',
-      'Sec-WebSocket-Version: 13',
-      'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==',
+      ...defaults.filter(line => !given.has(nameOf(line))),
       ...headerLines,
       '', ''
     ].join('\r\n'), 'latin1')
