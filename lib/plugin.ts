@@ -13,7 +13,7 @@ import { AGENT_CARD_PATH, buildCard, cardRoute, renderCard, requestOrigin, type 
 import { signAgentCard } from './card/signing.js'
 import { JSONRPC_BINDING, jsonRpcDispatcher, logInternal } from './dispatcher/jsonrpc.js'
 import {
-  WEBSOCKET_BINDING_URI, closeUpgradesAnsweredOverHttp, guardHandshakes, refuseUpgrades, selectProtocol, webSocketDispatcher
+  WEBSOCKET_BINDING_URI, closeUpgradesAnsweredOverHttp, guardHandshakes, refuseUpgrades, webSocketDispatcher
 } from './dispatcher/websocket.js'
 import { A2A_V1_BINDING, makeWebSocketServer } from './dispatcher/websocket-connection.js'
 import fastifyWebsocket from '@fastify/websocket'
@@ -218,11 +218,8 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
     await a2a.register(async (wsContext) => {
       if (ownWebSocketPlugin) {
         await wsContext.register(fastifyWebsocket, {
-          // a2a.v1 is selected when offered (seed 001); otherwise none is, as seed 000 §1 says.
-          options: {
-            maxPayload: Math.max(ws.maxMessageSize, ws.a2aV1?.maxMessageSize ?? 0),
-            handleProtocols: (offered: Set<string>) => selectProtocol(offered, ws.a2aV1 !== undefined) ?? false
-          },
+          // The subprotocol is selected by webSocketDispatcher, on this server or the user's.
+          options: { maxPayload: Math.max(ws.maxMessageSize, ws.a2aV1?.maxMessageSize ?? 0) },
           preClose: async () => {
             await shutdown()
             wsContext.websocketServer.close()

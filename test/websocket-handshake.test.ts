@@ -2,11 +2,12 @@
 // Origin check, the connection cap, and the card's advertisement of the binding.
 import Fastify from 'fastify'
 import fastifyWebsocket from '@fastify/websocket'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { WEBSOCKET_BINDING_URI, a2aWebSocket } from '../lib/index.js'
 import { conformanceAgent, conformanceCard } from '../examples/agent.js'
-import { startServer } from './helpers/server.js'
+import { startServer, userMessage } from './helpers/server.js'
 import { clientOf, connect, rawUpgrade, refusedUpgrade, wsUrl } from './helpers/ws.js'
+import { connectV1, v1Url } from './helpers/ws-a2a-v1.js'
 
 /**
  * Sends a WebSocket upgrade request to `path` and reads until the server closes the
@@ -241,6 +242,47 @@ t.test('@fastify/websocket registered by the user before the plugin serves the W
   t.match(await upgradeUntilClosed(origin, '/nowhere'), /^HTTP\/1\.1 404 Not Found\r\n/, 'its own hooks close an upgrade answered over HTTP')
   await fastify.close()
   t.equal((await client.closed).code, 1001, 'the plugin\'s shutdown still closes its connections with 1001')
+})
+
+/**
+ * An instance with @fastify/websocket registered by the user (with `wsOptions`), the plugin
+ * at /agent, and a WebSocket route of the user's at /other.
+ */
+async function userWebSocketPlugin (t: Test, wsOptions: fastifyWebsocket.WebsocketPluginOptions['options'] = {}): Promise<string> {
+  const fastify = Fastify()
+  await fastify.register(fastifyWebsocket, { options: wsOptions, preClose: (done) => done() })
+  await fastify.register(a2aWebSocket, { executor: conformanceAgent, card: conformanceCard, prefix: '/agent' })
+  fastify.get('/other', { websocket: true }, (socket) => socket.close())
+  await fastify.listen({ host: '127.0.0.1', port: 0 })
+  t.teardown(() => fastify.close())
+  return `http://127.0.0.1:${(fastify.server.address() as { port: number }).port}`
+}
+
+/** The subprotocol the 101 of an upgrade to `path` offering `offer` selects; undefined for none. */
+async function selected (origin: string, path: string, offer: string): Promise<string | undefined> {
+  const { socket, response } = await rawUpgrade(origin, ['A2A-Version: 1.0', `Sec-WebSocket-Protocol: ${offer}`], path)
+  socket.destroy()
+  if (!response.startsWith('HTTP/1.1 101 ')) throw new Error(`not upgraded: ${response}`)
+  return /\r\nSec-WebSocket-Protocol: ([^\r]*)/i.exec(response)?.[1]
+}
+
+t.test('@fastify/websocket registered by the user: the plugin\'s route selects what it serves; the user\'s routes keep ws\'s default', async t => {
+  const origin = await userWebSocketPlugin(t)
+  t.equal(await selected(origin, '/agent', 'unknown.v9'), undefined, 'an unknown subprotocol is not selected')
+  t.equal(await selected(origin, '/agent', 'x, a2a.v1'), 'a2a.v1')
+  const v1 = await connectV1(v1Url(origin, '/agent'), {}, ['x', 'a2a.v1'])
+  t.equal(v1.socket.protocol, 'a2a.v1')
+  const frames = await v1.stream('s1', 'SendStreamingMessage', { message: userMessage('stream 1') })
+  t.same(frames.at(-1), { jsonrpc: '2.0', id: 's1', streamEnd: true }, 'the connection speaks a2a.v1')
+  v1.close()
+  t.equal(await selected(origin, '/other', 'x, a2a.v1'), 'x', 'the first offered, as ws selects without a handleProtocols')
+})
+
+t.test('@fastify/websocket registered by the user with a handleProtocols: it answers the user\'s routes alone', async t => {
+  const origin = await userWebSocketPlugin(t, { handleProtocols: (offered) => offered.has('chat') ? 'chat' : false })
+  t.equal(await selected(origin, '/other', 'a2a.v1, chat'), 'chat')
+  t.equal(await selected(origin, '/agent', 'chat'), undefined, 'the plugin\'s route: seed 000')
+  t.equal(await selected(origin, '/agent', 'chat, a2a.v1'), 'a2a.v1')
 })
 
 t.test('fastify.injectWS holds a connection slot until its WebSocket closes', async t => {

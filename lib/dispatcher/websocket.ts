@@ -1,8 +1,9 @@
 // The WebSocket binding on @fastify/websocket (seed 000, and the a2a.v1 dialect of seed
 // 001 for a client that offers that subprotocol): the upgrade route at the plugin's root
-// path, the handshake checks (Origin, connections, A2A-Version, a2a.v1's credential and
-// per-identity cap), the connection-scoped service parameters, and the thin adapter from
-// a `ws` socket to the connection logic in websocket-connection.ts.
+// path, the handshake checks (`ws`'s own, Origin, connections, A2A-Version, a2a.v1's
+// credential and per-identity cap), the subprotocol selected, the connection-scoped service
+// parameters, and the thin adapter from a `ws` socket to the connection logic in
+// websocket-connection.ts.
 import { newId } from '../ids.js'
 import { ServerResponse, type IncomingHttpHeaders, type IncomingMessage, type Server } from 'node:http'
 import type { Socket } from 'node:net'
@@ -42,7 +43,7 @@ export interface WebSocketDispatcherOptions {
 }
 
 /** The subprotocol to select among those a client offers: a2a.v1 when it is served and offered; none means seed 000. */
-export function selectProtocol (offered: Iterable<string>, a2aV1: boolean): string | undefined {
+function selectProtocol (offered: Iterable<string>, a2aV1: boolean): string | undefined {
   return a2aV1 && [...offered].includes(A2A_V1_SUBPROTOCOL) ? A2A_V1_SUBPROTOCOL : undefined
 }
 
@@ -109,7 +110,7 @@ function adapt (socket: WebSocket): WebSocketLike {
 
 export async function webSocketDispatcher (fastify: FastifyInstance, options: WebSocketDispatcherOptions): Promise<void> {
   const allowed = options.allowedOrigins === undefined ? undefined : new Set(options.allowedOrigins.map(origin => origin.toLowerCase()))
-  const handshakes = new WeakMap<FastifyRequest, Handshake>()
+  const handshakes = new WeakMap<IncomingMessage, Handshake>()
   let reserved = 0
   /** a2a.v1 connections held by each identity authenticated at the upgrade. */
   const perIdentity = new Map<string, number>()
@@ -181,11 +182,24 @@ export async function webSocketDispatcher (fastify: FastifyInstance, options: We
     serviceParams[':path'] = request.url.split('?')[0] as string
     serviceParams[':connection-id'] = newId()
     const info = { serviceParams: Object.freeze(serviceParams), version, extensions: requestedExtensions(serviceParams['a2a-extensions']), request, protocol, identity }
-    handshakes.set(request, { info, releaseOnClose: tcp === undefined ? release : undefined })
+    handshakes.set(request.raw, { info, releaseOnClose: tcp === undefined ? release : undefined })
+  }
+
+  // `ws` answers with the subprotocol its server's handleProtocols returns, read at each
+  // upgrade: on the route, that is the one the checks above selected, whether the server
+  // is the plugin's or one the user registered. A handleProtocols of the user's stays the
+  // answer for their own routes (they may speak subprotocols of their own), and without
+  // one those get `ws`'s default, the first offered.
+  const wss = fastify.websocketServer
+  const theirs = wss.options.handleProtocols
+  wss.options.handleProtocols = (offered, request) => {
+    const handshake = handshakes.get(request)
+    if (handshake !== undefined) return handshake.info.protocol ?? false
+    return typeof theirs === 'function' ? theirs(offered, request) : offered.values().next().value ?? false
   }
 
   fastify.get('/', { websocket: true, onRequest: checkUpgrade }, (socket: WebSocket, request: FastifyRequest) => {
-    const { info, releaseOnClose } = handshakes.get(request) as Handshake
+    const { info, releaseOnClose } = handshakes.get(request.raw) as Handshake
     if (releaseOnClose !== undefined) socket.once('close', releaseOnClose)
     const connection = options.server.opened(adapt(socket), info)
     // Listeners are attached at once so no frame that arrives with the upgrade is lost.
