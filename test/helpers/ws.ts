@@ -1,5 +1,6 @@
 // A small WebSocket test client over the `ws` package: frames queued as they arrive,
 // helpers for one request and for a whole stream, and refused upgrades read in full.
+import type { ClientRequest, IncomingMessage } from 'node:http'
 import { connect as netConnect, type Socket } from 'node:net'
 import type { Test } from 'tap'
 import WebSocket from 'ws'
@@ -108,14 +109,19 @@ export function refusedUpgrade (url: string, options: WebSocket.ClientOptions = 
     const socket = new WebSocket(url, options)
     socket.on('open', () => reject(new Error('the upgrade was accepted')))
     socket.on('error', () => {})
-    socket.on('unexpected-response', (request, response) => {
-      let text = ''
-      response.setEncoding('utf8')
-      response.on('data', (chunk: string) => { text += chunk })
-      response.on('end', () => {
-        request.destroy()
-        resolve({ status: response.statusCode ?? 0, headers: response.headers, body: text === '' ? undefined : JSON.parse(text) })
-      })
+    socket.on('unexpected-response', (request, response) => { readRefusal(request, response).then(resolve, reject) })
+  })
+}
+
+/** A refused upgrade's response read in full, its body parsed; the request then let go. */
+function readRefusal (request: ClientRequest, response: IncomingMessage): Promise<{ status: number, headers: Record<string, unknown>, body: any }> {
+  return new Promise(resolve => {
+    let text = ''
+    response.setEncoding('utf8')
+    response.on('data', (chunk: string) => { text += chunk })
+    response.on('end', () => {
+      request.destroy()
+      resolve({ status: response.statusCode ?? 0, headers: response.headers, body: text === '' ? undefined : JSON.parse(text) })
     })
   })
 }
@@ -128,13 +134,7 @@ export function openOrRefused (url: string, options: WebSocket.ClientOptions = {
     socket.once('open', () => resolve({ client }))
     socket.on('error', reject)
     socket.on('unexpected-response', (request, response) => {
-      let text = ''
-      response.setEncoding('utf8')
-      response.on('data', (chunk: string) => { text += chunk })
-      response.on('end', () => {
-        request.destroy()
-        resolve({ refused: { status: response.statusCode ?? 0, body: JSON.parse(text) } })
-      })
+      readRefusal(request, response).then(({ status, body }) => resolve({ refused: { status, body } }), reject)
     })
   })
 }
