@@ -57,18 +57,17 @@ const PROTOCOL_LIST = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+(?:[ \t]*,[ \t]*[!#$%&'*+\-.
 /**
  * Why `ws` would refuse this upgrade, in the order it checks, with its message; undefined
  * when it would not. Checked before `ws` sees the upgrade, so that its refusal carries the
- * REST error body too rather than `ws`'s text/html.
+ * REST error body too rather than `ws`'s text/html. `offered`: the subprotocol header's names.
  */
-function handshakeFault (headers: IncomingHttpHeaders): string | undefined {
+function handshakeFault (headers: IncomingHttpHeaders, offered: string[]): string | undefined {
   if (headers.upgrade?.toLowerCase() !== 'websocket') return 'Invalid Upgrade header'
   const key = headers['sec-websocket-key']
   if (key === undefined || !WS_KEY.test(key)) return 'Missing or invalid Sec-WebSocket-Key header'
   if (!WS_VERSIONS.has(Number(headers['sec-websocket-version']))) return VERSION_FAULT
   const protocols = headers['sec-websocket-protocol']
   if (protocols === undefined) return undefined
-  const names = protocols.split(',').map(name => name.trim())
   // `ws` refuses a subprotocol offered twice.
-  if (!PROTOCOL_LIST.test(protocols) || new Set(names).size !== names.length) return 'Invalid Sec-WebSocket-Protocol header'
+  if (!PROTOCOL_LIST.test(protocols) || new Set(offered).size !== offered.length) return 'Invalid Sec-WebSocket-Protocol header'
 }
 
 function refuse (reply: FastifyReply, error: A2AError): FastifyReply {
@@ -118,7 +117,8 @@ export async function webSocketDispatcher (fastify: FastifyInstance, options: We
   /** The handshake checks run as a route hook, before the upgrade: a refusal is an HTTP status with the REST error body. */
   async function checkUpgrade (request: FastifyRequest, reply: FastifyReply): Promise<void> {
     if (!request.ws) return
-    const fault = handshakeFault(request.headers)
+    const offered = (request.headers['sec-websocket-protocol'] ?? '').split(',').map(name => name.trim())
+    const fault = handshakeFault(request.headers, offered)
     if (fault !== undefined) {
       // RFC 6455 §4.4: a refused version comes with the versions the server speaks.
       if (fault === VERSION_FAULT) reply.header('sec-websocket-version', '13, 8')
@@ -154,7 +154,6 @@ export async function webSocketDispatcher (fastify: FastifyInstance, options: We
     // Listening now, so a peer that leaves during the checks below frees its slot too.
     const tcp = request.raw.socket as Socket | undefined
     tcp?.once('close', release)
-    const offered = (request.headers['sec-websocket-protocol'] ?? '').split(',').map(name => name.trim())
     const protocol = selectProtocol(offered, options.a2aV1 !== undefined)
     const serviceParams = serviceParamsFromHeaders(rawHeadersOf(request), DROPPED_HEADERS)
     const version = requestedVersion(serviceParams['a2a-version'], request.query)
