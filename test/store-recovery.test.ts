@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
-import { openSqliteStores, RECOVERY_MESSAGE, type PushSender, type Task } from '../lib/index.js'
+import { failUnfinishedTasks, openSqliteStores, RECOVERY_MESSAGE, type PushSender, type StreamResponse, type Task, type TaskStore } from '../lib/index.js'
 import { result, startServer } from './helpers/server.js'
 import { startReceiver } from './helpers/webhook.js'
 
@@ -55,4 +55,29 @@ t.test('recoverTasks: false leaves them as they are', async t => {
   const server = await startServer({ taskStore: stores.taskStore, pushConfigStore: stores.pushConfigStore, recoverTasks: false })
   t.teardown(() => server.close())
   t.equal((await result(server.endpoint, 'GetTask', { id: 'working' })).status.state, 'TASK_STATE_WORKING')
+})
+
+t.test('a task that ended after it was listed is left as it ended: not failed, not told, not counted', async t => {
+  const stores = await seeded()
+  const { taskStore } = stores
+  const before = await taskStore.getVersioned?.('working', { tenant: '' })
+  const listedThenEnded: TaskStore = {
+    create: taskStore.create.bind(taskStore),
+    get: taskStore.get.bind(taskStore),
+    update: taskStore.update.bind(taskStore),
+    list: taskStore.list.bind(taskStore),
+    async listUnfinished () {
+      const listed = await taskStore.listUnfinished?.() ?? []
+      // Another process sharing the store completes the task meanwhile.
+      await taskStore.update('working', { kind: 'status', status: { state: 'TASK_STATE_COMPLETED', timestamp: '2025-01-01T00:00:01.000Z' } }, { tenant: '' })
+      return listed
+    }
+  }
+  const told: StreamResponse[] = []
+  t.equal(await failUnfinishedTasks(listedThenEnded, event => told.push(event)), 1, 'only the submitted task was failed')
+  const ended = await taskStore.getVersioned?.('working', { tenant: '' })
+  t.equal(ended?.task.status.state, 'TASK_STATE_COMPLETED', 'the end written meanwhile stays')
+  t.same(ended?.task.history, before?.task.history, 'no recovery message was added')
+  t.equal(ended?.version, (before?.version ?? 0) + 1, 'nothing but the completion was written')
+  t.same(told.map(event => [event.statusUpdate?.taskId, event.statusUpdate?.status.state]), [['submitted', 'TASK_STATE_FAILED']])
 })

@@ -3,6 +3,7 @@
 // (executors included); only dispatchers render them.
 import createError, { type FastifyError } from '@fastify/error'
 import type { FieldViolation } from '../schema/validate.js'
+import type { TaskState } from '../schema/wire.js'
 import { A2A_DOMAIN, BINDING_DOMAIN, errorTable, type ErrorName, type ErrorRow } from './table.js'
 
 export { A2A_DOMAIN, BINDING_DOMAIN, errorTable, type ErrorName, type ErrorRow } from './table.js'
@@ -78,6 +79,22 @@ export const UnavailableError = define('Unavailable')
 export const StreamLaggedError = define('StreamLagged')
 export const TooManyStreamsError = define('TooManyStreams')
 export const MessageRateLimitedError = define('MessageRateLimited')
+
+/**
+ * A task store's refusal to change a task in a terminal state: nothing leaves one, and another
+ * process sharing the store ended it first. On the wire it is UnsupportedOperation.
+ */
+export class TaskTerminalError extends (UnsupportedOperationError as unknown as new (detail: string) => A2AError) {
+  readonly taskId: string
+  readonly state: TaskState
+
+  constructor (taskId: string, state: TaskState) {
+    super(`task ${taskId} is in terminal state ${state}`)
+    this.taskId = taskId
+    this.state = state
+    this.with({ metadata: { taskId, state } })
+  }
+}
 
 export function isA2AError (error: unknown): error is A2AError {
   return error instanceof A2AErrorBase

@@ -4,7 +4,7 @@ import { newId } from '../ids.js'
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import {
   type A2AError, ContentTypeNotSupportedError, ExtendedAgentCardNotConfiguredError, InvalidAgentResponseError, isA2AError, PushNotificationNotSupportedError,
-  TaskNotCancelableError, TaskNotFoundError, UnavailableError, UnsupportedOperationError, invalidParams
+  TaskNotCancelableError, TaskNotFoundError, TaskTerminalError, UnavailableError, UnsupportedOperationError, invalidParams
 } from '../errors/index.js'
 import type { BusListener, EventBus } from '../bus/types.js'
 import { ORPHAN_MESSAGE, type OrphanPolicy, type TaskKey } from '../cluster/types.js'
@@ -185,6 +185,10 @@ const RESEND_POLL_MS = 250
 
 function taskNotCancelable (task: Task): A2AError {
   return new TaskNotCancelableError(task.id).with({ metadata: { taskId: task.id, state: task.status.state } })
+}
+
+function terminalRefusal (action: string, taskId: string, state: TaskState): A2AError {
+  return new UnsupportedOperationError(`cannot ${action} task ${taskId} in terminal state ${state}`).with({ metadata: { taskId, state } })
 }
 
 function taskNotFound (id: string): A2AError {
@@ -857,7 +861,10 @@ export class RequestHandler {
         // Copied before the store records the message, then given it: whether `task` is the store's
         // own object (which the update changes) or a row read from a database, it holds it once.
         const atStart = projectTask(task)
-        await this.#options.taskStore.update(taskId, { kind: 'history', message: userMessage }, scope)
+        await this.#options.taskStore.update(taskId, { kind: 'history', message: userMessage }, scope).catch((error: unknown) => {
+          // A process sharing the store ended the task since the read: refused as any terminal task is.
+          throw error instanceof TaskTerminalError ? terminalRefusal('send a message to', taskId, error.state) : error
+        })
         if (atStart.history === undefined) atStart.history = [userMessage]
         else atStart.history.push(userMessage)
         taskAtStart = atStart
@@ -1063,7 +1070,13 @@ export class RequestHandler {
       }
       if (this.#ignoredAfterEnd(run, 'message')) return
       const message = this.#agentMessage(run, input)
-      this.#publish(run, { message }, yield this.#updateTask(run.taskId, { kind: 'history', message }, run.scope))
+      let version: number | void
+      try {
+        version = yield this.#updateTask(run.taskId, { kind: 'history', message }, run.scope)
+      } catch (error) {
+        return yield * this.#endedElsewhere(run, error)
+      }
+      this.#publish(run, { message }, version)
     } catch (error) {
       yield * this.#refuse(run, 'message', error)
     }
@@ -1114,6 +1127,32 @@ export class RequestHandler {
     return true
   }
 
+  /**
+   * The store refused a change because the task is terminal (TaskStore.update): a process
+   * sharing the store ended it first. The run takes that end (#takeEnd); any other error is
+   * thrown on.
+   */
+  * #endedElsewhere (run: TaskRun, error: unknown): Steps<void> {
+    if (!(error instanceof TaskTerminalError)) throw error
+    this.#takeEnd(run, error, yield this.#readTask(run.taskId, run.scope))
+  }
+
+  /**
+   * The run's task ended elsewhere, as `stored` says (read after the refusal; gone if it expired
+   * since). Its executions are aborted and their later events ignored (#ignoredAfterEnd), and
+   * the readers here get its final status, which ends their turns and streams. Without a
+   * version: the push configs and other instances had it from the process that wrote it.
+   */
+  #takeEnd (run: TaskRun, refusal: TaskTerminalError, stored: Task | undefined): void {
+    const status = stored !== undefined && isTerminal(stored.status.state) ? stored.status : { state: refusal.state }
+    run.state = status.state
+    for (const execution of run.executions) execution.controller.abort()
+    this.#ignoredEvents++
+    this.#options.logger.warn({ taskId: run.taskId, state: status.state, ignoredEvents: this.#ignoredEvents },
+      'the task ended in another process sharing the store: change ignored, executions aborted')
+    this.#options.bus.publish(run.topic, statusUpdateEvent(run.taskId, run.contextId, status))
+  }
+
   /** Creates the task, on the executor's first task event (callers check that none exists: no generator made for nothing). */
   * #ensureTask (execution: Execution): Steps<void> {
     const { run } = execution
@@ -1131,8 +1170,14 @@ export class RequestHandler {
 
   * #applyStatus (run: TaskRun, state: TaskState, message?: Message): Steps<void> {
     const status = message === undefined ? { state, timestamp: now() } : { state, message, timestamp: now() }
-    if (message !== undefined) yield this.#updateTask(run.taskId, { kind: 'history', message }, run.scope)
-    this.#statusApplied(run, status, yield this.#updateTask(run.taskId, { kind: 'status', status }, run.scope))
+    let version: number | void
+    try {
+      if (message !== undefined) yield this.#updateTask(run.taskId, { kind: 'history', message }, run.scope)
+      version = yield this.#updateTask(run.taskId, { kind: 'status', status }, run.scope)
+    } catch (error) {
+      return yield * this.#endedElsewhere(run, error)
+    }
+    this.#statusApplied(run, status, version)
   }
 
   #statusApplied (run: TaskRun, status: TaskStatus, version: number | void): void {
@@ -1144,7 +1189,13 @@ export class RequestHandler {
     const artifact = newArtifact(input)
     const checked = validateArtifact.check(artifact)
     if (!checked.ok) throw new InvalidAgentResponseError(checked.violations.map(v => `${v.field} ${v.description}`).join('; '))
-    this.#artifactApplied(run, artifact, options, yield this.#updateTask(run.taskId, artifactChange(artifact, options), run.scope))
+    let version: number | void
+    try {
+      version = yield this.#updateTask(run.taskId, artifactChange(artifact, options), run.scope)
+    } catch (error) {
+      return yield * this.#endedElsewhere(run, error)
+    }
+    this.#artifactApplied(run, artifact, options, version)
   }
 
   #artifactApplied (run: TaskRun, artifact: Artifact, options: ArtifactOptions, version: number | void): void {
@@ -1181,8 +1232,11 @@ export class RequestHandler {
       if (change.kind === 'status') this.#statusApplied(run, change.status, version)
       else this.#artifactApplied(run, change.artifact, options, version)
     } catch (error) {
-      this.#next(run)
-      return Promise.reject(error)
+      if (!(error instanceof TaskTerminalError)) {
+        this.#next(run)
+        return Promise.reject(error)
+      }
+      this.#takeEnd(run, error, store.getNow(run.taskId, run.scope))
     }
     return this.#appliedNow(run)
   }
@@ -1543,10 +1597,7 @@ export class RequestHandler {
   }
 
   #refuseTerminal (task: Task, action: string): void {
-    if (isTerminal(task.status.state)) {
-      throw new UnsupportedOperationError(`cannot ${action} task ${task.id} in terminal state ${task.status.state}`)
-        .with({ metadata: { taskId: task.id, state: task.status.state } })
-    }
+    if (isTerminal(task.status.state)) throw terminalRefusal(action, task.id, task.status.state)
   }
 
   #checkMediaTypes (message: Message): void {

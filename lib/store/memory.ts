@@ -1,7 +1,7 @@
 // In-memory stores: the default. Terminal tasks expire after a TTL and the number of
 // tasks held is capped; both are swept lazily on writes, so no timer keeps the
 // process alive.
-import { InvalidParamsError, UnavailableError } from '../errors/index.js'
+import { InvalidParamsError, TaskTerminalError, UnavailableError } from '../errors/index.js'
 import type { Task } from '../schema/wire.js'
 import { isTerminal } from '../handler/states.js'
 import type {
@@ -150,6 +150,8 @@ export class MemoryTaskStore implements TaskStore, ImmediateTaskStore {
     const entry = this.#tenants.get(scope.tenant)?.get(id)
     if (entry === undefined) return undefined
     const { task } = entry
+    // Nothing leaves a terminal state: whoever shares this store and ended the task first wins.
+    if (isTerminal(task.status.state)) throw new TaskTerminalError(id, task.status.state)
     switch (change.kind) {
       case 'status':
         task.status = change.status

@@ -3,13 +3,15 @@
 // an artifact are rows: an append is one INSERT, never a rewrite of the artifact. Every
 // change is one statement or one transaction whose first step adds one to the task's
 // version, which locks the task's row: the changes of a task, from one process or several,
-// apply one at a time, lose no update, and are numbered in the order they commit.
+// apply one at a time, lose no update, and are numbered in the order they commit. That
+// step writes nothing to a terminal task, so its terminal state is its last change.
 import pg from 'pg'
-import type { Artifact, Message, Task, TaskPushNotificationConfig, TaskStatus } from '../schema/wire.js'
+import type { Artifact, Message, Task, TaskPushNotificationConfig, TaskState, TaskStatus } from '../schema/wire.js'
+import { TaskTerminalError } from '../errors/index.js'
 import { PostgresClusterStore } from '../cluster/postgres.js'
 import { decodeCursor, encodeCursor } from './memory.js'
 import { transaction } from './pg-transaction.js'
-import { expiry, joinArtifact, joinTask, splitArtifact, statusTime, UNFINISHED_STATES, type ArtifactFields, type Chunk } from './rows.js'
+import { expiry, joinArtifact, joinTask, NOT_TERMINAL, splitArtifact, statusTime, UNFINISHED_STATES, type ArtifactFields, type Chunk } from './rows.js'
 import type {
   ListTasksPage, ListTasksQuery, PushConfigPage, PushConfigStore, Scope, StoredPushConfig, TaskChange, TaskStore, UnfinishedTask, VersionedTask
 } from './types.js'
@@ -205,7 +207,7 @@ export class PostgresTaskStore implements TaskStore {
   readonly #now: () => number
   /** The select list of a whole task from the row `t`: history and artifacts aggregated in the same statement, so in one snapshot. */
   readonly #taskColumns: string
-  /** The start of the UPDATE adding one to the version of task `$2` of tenant `$1` (and locking its row). */
+  /** The start of the UPDATE adding one to the version of task `$2` of tenant `$1` (and locking its row), unless it is terminal. */
   readonly #nextVersion: string
 
   constructor (pool: pg.Pool, options: Pick<PostgresStoreOptions, 'schema' | 'ttl' | 'now'> = {}) {
@@ -219,7 +221,7 @@ export class PostgresTaskStore implements TaskStore {
           (SELECT json_agg(json_build_object('parts', c.parts, 'metadata', c.metadata) ORDER BY c.seq) FROM ${S}.a2a_artifact_chunks c
             WHERE c.tenant = a.tenant AND c.task_id = a.task_id AND c.artifact_id = a.artifact_id)) ORDER BY a.position)
         FROM ${S}.a2a_artifacts a WHERE a.tenant = t.tenant AND a.task_id = t.id) AS artifacts`
-    this.#nextVersion = `UPDATE ${S}.a2a_tasks SET version = version + 1 WHERE tenant = $1 AND id = $2`
+    this.#nextVersion = `UPDATE ${S}.a2a_tasks SET version = version + 1 WHERE tenant = $1 AND id = $2 AND ${NOT_TERMINAL}`
   }
 
   async create (task: Task, scope: Scope): Promise<number> {
@@ -253,13 +255,18 @@ export class PostgresTaskStore implements TaskStore {
   }
 
   async update (id: string, change: TaskChange, scope: Scope): Promise<number | undefined> {
+    return (await this.#write(id, change, scope)) ?? await this.#refused(id, scope)
+  }
+
+  /** The version after the change; undefined when nothing was written (no such task, or a terminal one). */
+  async #write (id: string, change: TaskChange, scope: Scope): Promise<number | undefined> {
     const S = this.#S
     switch (change.kind) {
       case 'status': {
         const now = this.#now()
         const { status } = change
         return versionOf(await this.#pool.query(`UPDATE ${S}.a2a_tasks SET state = $1, status = $2, status_ts = $3, expires_at = $4, version = version + 1
-          WHERE tenant = $5 AND id = $6 RETURNING version`, [status.state, json(status), statusTime(status, now), expiry(status, now, this.#ttl), scope.tenant, id]))
+          WHERE tenant = $5 AND id = $6 AND ${NOT_TERMINAL} RETURNING version`, [status.state, json(status), statusTime(status, now), expiry(status, now, this.#ttl), scope.tenant, id]))
       }
       case 'history':
         return versionOf(await this.#pool.query(`WITH task AS (${this.#nextVersion} RETURNING tenant, id, version),
@@ -273,6 +280,13 @@ export class PostgresTaskStore implements TaskStore {
           return version
         })
     }
+  }
+
+  /** Nothing was written: undefined when the task does not exist, TaskTerminalError when it ended. */
+  async #refused (id: string, scope: Scope): Promise<undefined> {
+    const { rows } = await this.#pool.query<{ state: TaskState }>(`SELECT state FROM ${this.#S}.a2a_tasks WHERE tenant = $1 AND id = $2`, [scope.tenant, id])
+    if (rows[0] !== undefined) throw new TaskTerminalError(id, rows[0].state)
+    return undefined
   }
 
 
@@ -323,29 +337,32 @@ export class PostgresTaskStore implements TaskStore {
   /**
    * Usually one statement: the task's next version (its row lock), then the chunk behind
    * every chunk before it. Neither the artifact's row nor its earlier chunks are rewritten,
-   * so each append stays O(1). A new artifact is created first (a concurrent creator may
-   * win, which is as good), unless the task does not exist.
+   * so each append stays O(1). A new artifact is created with its first chunk under the
+   * task's row lock (a concurrent creator may win, which is as good): a task that ended
+   * meanwhile gets no artifact.
    */
   async #appendArtifact (taskId: string, artifact: Artifact, scope: Scope): Promise<number | undefined> {
     const S = this.#S
     const { fields, chunk } = splitArtifact(artifact)
     const key = [scope.tenant, taskId, artifact.artifactId]
-    const append = async () => versionOf(await this.#pool.query(`
+    const chunkRow = [...key, json(chunk.parts), chunk.metadata === undefined ? null : json(chunk.metadata)]
+    const appended = versionOf(await this.#pool.query(`
       WITH task AS (
         ${this.#nextVersion} AND EXISTS (SELECT FROM ${S}.a2a_artifacts WHERE tenant = $1 AND task_id = $2 AND artifact_id = $3)
         RETURNING version
       ), chunk AS (
         INSERT INTO ${S}.a2a_artifact_chunks (tenant, task_id, artifact_id, parts, metadata) SELECT $1, $2, $3, $4, $5 FROM task
       )
-      SELECT version FROM task`,
-    [...key, json(chunk.parts), chunk.metadata === undefined ? null : json(chunk.metadata)]))
-    const version = await append()
-    if (version !== undefined) return version
-    await this.#pool.query(`INSERT INTO ${S}.a2a_artifacts (tenant, task_id, artifact_id, fields)
-      SELECT tenant, id, $3, $4 FROM ${S}.a2a_tasks WHERE tenant = $1 AND id = $2
-      ON CONFLICT (tenant, task_id, artifact_id) DO NOTHING`, [...key, json(fields)])
-    // Without the task there is still no artifact, and this inserts nothing.
-    return await append()
+      SELECT version FROM task`, chunkRow))
+    if (appended !== undefined) return appended
+    return await transaction(this.#pool, async client => {
+      const version = versionOf(await client.query(`${this.#nextVersion} RETURNING version`, [scope.tenant, taskId]))
+      if (version === undefined) return undefined
+      await client.query(`INSERT INTO ${S}.a2a_artifacts (tenant, task_id, artifact_id, fields) VALUES ($1, $2, $3, $4)
+        ON CONFLICT (tenant, task_id, artifact_id) DO NOTHING`, [...key, json(fields)])
+      await client.query(`INSERT INTO ${S}.a2a_artifact_chunks (tenant, task_id, artifact_id, parts, metadata) VALUES ($1, $2, $3, $4, $5)`, chunkRow)
+      return version
+    })
   }
 
   /**

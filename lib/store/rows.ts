@@ -2,7 +2,7 @@
 // An artifact is a row of fixed fields plus an ordered list of chunks, one per write
 // (its parts and its metadata patch), so an appended chunk is one inserted row.
 import type { Artifact, Task, TaskStatus } from '../schema/wire.js'
-import { isTerminal } from '../handler/states.js'
+import { isTerminal, TERMINAL_STATES } from '../handler/states.js'
 
 /** The artifact's own fields, without the id, the parts and the metadata (those live in chunks). */
 export type ArtifactFields = Omit<Artifact, 'artifactId' | 'parts' | 'metadata'>
@@ -54,3 +54,6 @@ export function joinTask (row: TaskRowParts): Task {
 }
 
 export const UNFINISHED_STATES = ['TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING'] as const
+
+/** The condition of every UPDATE that changes a task: nothing leaves a terminal state (`TaskStore.update`). */
+export const NOT_TERMINAL = `state NOT IN (${TERMINAL_STATES.map(state => `'${state}'`).join(', ')})`

@@ -3,9 +3,10 @@
 // the next begins: no lost update. Chunks of an artifact are rows; appending one is an
 // INSERT, never a rewrite of the task.
 import Database from 'better-sqlite3'
-import type { Artifact, Message, Task, TaskPushNotificationConfig, TaskStatus } from '../schema/wire.js'
+import type { Artifact, Message, Task, TaskPushNotificationConfig, TaskState, TaskStatus } from '../schema/wire.js'
+import { TaskTerminalError } from '../errors/index.js'
 import { decodeCursor, encodeCursor } from './memory.js'
-import { expiry, joinArtifact, joinTask, splitArtifact, statusTime, UNFINISHED_STATES, type ArtifactFields, type Chunk } from './rows.js'
+import { expiry, joinArtifact, joinTask, NOT_TERMINAL, splitArtifact, statusTime, UNFINISHED_STATES, type ArtifactFields, type Chunk } from './rows.js'
 import type {
   ListTasksPage, ListTasksQuery, PushConfigPage, PushConfigStore, Scope, StoredPushConfig, TaskChange, TaskStore, UnfinishedTask, VersionedTask
 } from './types.js'
@@ -152,7 +153,8 @@ export class SqliteTaskStore implements TaskStore {
       artifacts: db.prepare('SELECT artifact_id, fields FROM a2a_artifacts WHERE tenant = ? AND task_id = ? ORDER BY position'),
       chunks: db.prepare(`SELECT artifact_id, parts, metadata FROM a2a_artifact_chunks
         WHERE tenant = ? AND task_id = ? ORDER BY seq`),
-      nextVersion: db.prepare('UPDATE a2a_tasks SET version = version + 1 WHERE tenant = ? AND id = ? RETURNING version').pluck(),
+      nextVersion: db.prepare(`UPDATE a2a_tasks SET version = version + 1 WHERE tenant = ? AND id = ? AND ${NOT_TERMINAL} RETURNING version`).pluck(),
+      stateOf: db.prepare('SELECT state FROM a2a_tasks WHERE tenant = ? AND id = ?').pluck(),
       setStatus: db.prepare('UPDATE a2a_tasks SET state = ?, status = ?, status_ts = ?, expires_at = ? WHERE tenant = ? AND id = ?'),
       addMessage: db.prepare(`INSERT INTO a2a_messages (tenant, task_id, message)
         SELECT tenant, id, ? FROM a2a_tasks WHERE tenant = ? AND id = ?`),
@@ -197,7 +199,12 @@ export class SqliteTaskStore implements TaskStore {
   async update (id: string, change: TaskChange, scope: Scope): Promise<number | undefined> {
     return this.#db.transaction(() => {
       const version = this.#statements.nextVersion.get(scope.tenant, id) as number | undefined
-      if (version === undefined) return undefined
+      if (version === undefined) {
+        // Nothing written: no such task, or one that ended (nothing leaves a terminal state).
+        const state = this.#statements.stateOf.get(scope.tenant, id) as TaskState | undefined
+        if (state !== undefined) throw new TaskTerminalError(id, state)
+        return undefined
+      }
       switch (change.kind) {
         case 'status':
           this.#setStatus(id, change.status, this.#now(), scope)

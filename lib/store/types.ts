@@ -53,7 +53,11 @@ export interface TaskStore {
    * that version. A stream from another instance drops the events the snapshot already holds by it.
    */
   getVersioned? (id: string, scope: Scope): Promise<VersionedTask | undefined>
-  /** Applies one change to an existing task. */
+  /**
+   * Applies one change to an existing task. A task in a terminal state never changes again:
+   * the change is refused with `TaskTerminalError` and nothing is written. (The request
+   * handler of another process sharing the store ended the task first; this one takes that end.)
+   */
   update (id: string, change: TaskChange, scope: Scope): Promise<number | void>
   /** Tasks newest status first, paged by an opaque cursor. Throws InvalidParams for a bad token. */
   list (query: ListTasksQuery, scope: Scope): Promise<ListTasksPage>

@@ -2,7 +2,7 @@
 // pair (memory, SQLite, PostgreSQL). Each store's test file only says how to open it.
 import type { Test } from 'tap'
 import {
-  isA2AError, type Artifact, type Message, type PushConfigStore, type Scope, type Task, type TaskChange, type TaskStatus, type TaskStore
+  isA2AError, TaskTerminalError, type Artifact, type Message, type PushConfigStore, type Scope, type Task, type TaskChange, type TaskStatus, type TaskStore
 } from '../../lib/index.js'
 
 export interface OpenedStores {
@@ -114,6 +114,64 @@ export function storeContract (t: Test, factory: StoreFactory): void {
     await taskStore.update('ghost', { kind: 'artifact', artifact: { artifactId: 'a', parts: [{ text: 'x' }] }, append: true }, A)
     t.equal(await taskStore.get('ghost', A), undefined)
     t.equal((await taskStore.list({ pageSize: 10 }, A)).totalSize, 0)
+  })
+
+  t.test('a terminal task never changes again: every change is refused with TaskTerminalError and nothing is written', async t => {
+    const { taskStore } = await fresh(t)
+    const states = ['TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_CANCELED', 'TASK_STATE_REJECTED'] as const
+    for (const state of states) {
+      const id = `ended-${state}`
+      await taskStore.create({ ...newTask(id, 'TASK_STATE_WORKING', 1), artifacts: [{ artifactId: 'a', parts: [{ text: '0' }] }] }, A)
+      t.equal(await taskStore.update(id, { kind: 'status', status: status(state, 2) }, A), 2, `${state}: the change into it is written`)
+      const before = await taskStore.getVersioned?.(id, A)
+      const late: TaskChange[] = [
+        { kind: 'status', status: status('TASK_STATE_WORKING', 3) },
+        { kind: 'status', status: status('TASK_STATE_COMPLETED', 3) },
+        { kind: 'history', message: message('late', 'ROLE_AGENT', id) },
+        { kind: 'artifact', artifact: { artifactId: 'a', parts: [{ text: 'late' }] }, append: true },
+        { kind: 'artifact', artifact: { artifactId: 'new', parts: [{ text: 'late' }] }, append: true },
+        { kind: 'artifact', artifact: { artifactId: 'a', parts: [{ text: 'late' }] }, append: false }
+      ]
+      for (const change of late) {
+        const refusal = await taskStore.update(id, change, A).then(() => undefined, (error: unknown) => error)
+        t.ok(refusal instanceof TaskTerminalError, `${state}: the ${change.kind} change is refused`)
+        t.match(refusal, { taskId: id, state, metadata: { taskId: id, state }, row: { jsonRpcCode: -32004 } }, 'naming the task and its state')
+      }
+      t.same(await taskStore.getVersioned?.(id, A), before, `${state}: nothing was written, not even a version`)
+    }
+    await taskStore.create(newTask(`ended-${states[0]}`, 'TASK_STATE_WORKING', 1), B)
+    t.equal(await taskStore.update(`ended-${states[0]}`, { kind: 'status', status: status('TASK_STATE_COMPLETED', 2) }, B), 2,
+      'the same id in another tenant is a task of its own')
+  })
+
+  t.test('a terminal state written among concurrent changes is the last change: none lands after it', async t => {
+    const stores = await fresh(t)
+    const second = factory.reopen === undefined ? stores : await factory.reopen()
+    if (second !== stores) t.teardown(() => second.close())
+    await stores.taskStore.create(newTask('racing', 'TASK_STATE_WORKING', 1), A)
+    const count = 30
+    const outcome = (promise: Promise<number | void>) => promise.then(version => ({ version }), (error: unknown) => ({ error }))
+    const changes = Array.from({ length: count }, (_, i) => {
+      const { taskStore } = i % 2 === 0 ? stores : second
+      return [
+        outcome(taskStore.update('racing', { kind: 'history', message: message(`m${i}`, 'ROLE_AGENT', 'racing') }, A)),
+        outcome(taskStore.update('racing', { kind: 'artifact', artifact: { artifactId: 'shared', parts: [{ text: `p${i}` }] }, append: true }, A)),
+        outcome(taskStore.update('racing', { kind: 'artifact', artifact: { artifactId: `own-${i}`, parts: [{ text: 'x' }] }, append: true }, A))
+      ]
+    })
+    const ending = outcome(second.taskStore.update('racing', { kind: 'status', status: status('TASK_STATE_CANCELED', 2) }, A))
+    const outcomes = await Promise.all(changes.flat())
+    const ended = await ending
+    t.type((ended as { version: number }).version, 'number', 'the terminal state is written')
+    const endVersion = (ended as { version: number }).version
+    const written = outcomes.filter((o): o is { version: number } => 'version' in o)
+    t.ok(written.every(o => o.version < endVersion), 'every change written came before the terminal state')
+    t.ok(outcomes.every(o => 'version' in o || o.error instanceof TaskTerminalError), 'every other change was refused as terminal')
+    t.equal((await stores.taskStore.getVersioned?.('racing', A))?.version, endVersion, 'the terminal state is the last version')
+    const task = await stores.taskStore.get('racing', A) as Task
+    t.equal(task.status.state, 'TASK_STATE_CANCELED')
+    const parts = (task.artifacts ?? []).reduce((n, artifact) => n + artifact.parts.length, 0)
+    t.equal((task.history?.length ?? 0) + parts, written.length, 'the task holds exactly the changes written')
   })
 
   t.test('artifacts: append adds parts in order and merges metadata; replace swaps in place; new ones go last', async t => {
@@ -247,8 +305,8 @@ export function storeContract (t: Test, factory: StoreFactory): void {
     await taskStore.create({ ...newTask('same', 'TASK_STATE_WORKING', 1, 'ctx-a'), history: [message('from a', 'ROLE_USER', 'same')] }, A)
     await taskStore.create(newTask('only-a', 'TASK_STATE_WORKING', 2, 'ctx-a'), A)
     await taskStore.create(newTask('same', 'TASK_STATE_SUBMITTED', 3, 'ctx-b'), B)
-    await taskStore.update('same', { kind: 'status', status: status('TASK_STATE_COMPLETED', 4) }, B)
     await taskStore.update('same', { kind: 'artifact', artifact: { artifactId: 'x', parts: [{ text: 'b' }] }, append: true }, B)
+    await taskStore.update('same', { kind: 'status', status: status('TASK_STATE_COMPLETED', 4) }, B)
     await taskStore.update('only-a', { kind: 'status', status: status('TASK_STATE_FAILED', 5) }, B)
 
     const a = await taskStore.get('same', A)
