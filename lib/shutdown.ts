@@ -2,7 +2,7 @@
 // new calls are refused, work in progress gets `completionGrace`, executions still
 // running are cancelled and get `taskGrace` to write their final state, then every
 // stream and WebSocket connection still open is ended. README, *Hardening*.
-import { UnavailableError } from './errors/index.js'
+import { shuttingDown } from './errors/index.js'
 import type { CallRunner } from './dispatcher/call.js'
 import { sseResponses } from './dispatcher/sse.js'
 import type { WebSocketServer } from './dispatcher/websocket-connection.js'
@@ -54,7 +54,7 @@ export async function shutDown ({ handler, runner, webSockets, server, options }
 
   // What no task end closes (a subscription to a task waiting for input) ends here; then
   // the answers and last events of every call get up to taskGrace to be written.
-  const streamsEnded = handler.failStreams(new UnavailableError('the server is shutting down'))
+  const streamsEnded = handler.failStreams(shuttingDown())
   await waitUntil(() => runner.inFlight === 0, options.taskGrace)
   // An SSE reader that stopped reading cannot be waited for any longer.
   for (const response of sseResponses(server)) response.destroy()

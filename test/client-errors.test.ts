@@ -169,3 +169,15 @@ t.test("the agent's own limit of 64 calls per connection is a retryable A2AClien
   const refused = await failure(client.getTask({ id: 'x' }))
   t.match(refused, { name: 'A2AClientError', code: -32603, retryable: true, retryDelayMs: 1000, message: 'Service unavailable: 64 requests are in progress on this connection' })
 })
+
+t.test('a refusal frame is read by its binding ErrorInfo wherever it stands: other details come before it (seed 000 §6)', async t => {
+  const refusal = errorFromJsonRpc({
+    code: -32600,
+    message: 'authentication required',
+    data: [errorInfo('TOKEN_EXPIRED', 'auth.example.com'), errorInfo('UNAUTHENTICATED', 'a2a-rust.com', { 'www-authenticate': challenge })]
+  })
+  t.type(refusal, UnexpectedStatusError)
+  t.match(refusal, { status: 401, wwwAuthenticate: challenge, retryable: false })
+  t.type(errorFromJsonRpc({ code: -32600, message: 'bad', data: [errorInfo('UNAUTHENTICATED', 'auth.example.com')] }), A2AClientError,
+    'an ErrorInfo of another domain is no refusal')
+})

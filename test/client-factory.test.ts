@@ -73,3 +73,10 @@ t.test('a card that cannot be fetched is an UnexpectedStatusError', async t => {
   t.type(error, UnexpectedStatusError)
   t.match(error, { status: 404 })
 })
+
+t.test('a card without supportedInterfaces (another protocol version) is a NoSupportedInterfaceError', async t => {
+  const { supportedInterfaces: _none, ...card } = await fetchAgentCard(agent.origin)
+  const error = await createClient(agent.origin, { card: card as AgentCard }).catch((thrown: unknown) => thrown)
+  t.type(error, NoSupportedInterfaceError)
+  t.match(error, { retryable: false, message: /^the agent offers no interface; this client speaks / })
+})

@@ -126,3 +126,22 @@ t.test('answers that are not JSON-RPC, through an injected fetch', async t => {
   t.ok((await short.next()).value?.task)
   await t.rejects(short.next(), { name: 'StreamIncompleteError', taskId: 't2', message: 'the stream ended after 1 events, before the task reached a final state' })
 })
+
+t.test('a stream returned before it is read stops its request: the server releases the subscription', async t => {
+  const a2a = client()
+  const taskId = (await a2a.sendMessage({ message: userMessage('hold'), configuration: { returnImmediately: true } })).task!.id
+  outcomes.length = 0
+  const seen = requests.length
+  const events = a2a.subscribeToTask({ id: taskId })
+  // The request goes at once; the server has it before the reader says it wants nothing.
+  await eventually(() => requests.length > seen)
+  t.same(await events.return!(undefined), { value: undefined, done: true })
+  await eventually(() => outcomes.includes('SubscribeToTask cancelled'))
+  t.same(await events.next(), { value: undefined, done: true })
+  await a2a.cancelTask({ id: taskId })
+})
+
+t.test('timeout: Infinity is no timeout (setTimeout would fire it at once)', async t => {
+  const answer = await client({ timeout: Infinity }).sendMessage({ message: userMessage('sleep 50') })
+  t.equal(answer.task?.status.state, 'TASK_STATE_COMPLETED')
+})

@@ -5,9 +5,10 @@
 // picking a cut stream up with SubscribeToTask.
 import t from 'tap'
 import {
-  A2AClient, A2AClientError, ConnectionError, JsonRpcTransport, SubprotocolMismatchError, UnexpectedStatusError, WebSocketTransport,
+  A2AClient, A2AClientError, ConnectionError, JsonRpcTransport, StreamIncompleteError, SubprotocolMismatchError, UnexpectedStatusError, WebSocketTransport,
   isReconnectable, reconnect, reconnectDelay, resumeStream, type ReconnectOptions, type StreamResponse
 } from '../lib/client/index.js'
+import { errorFromRest } from '../lib/client/errors.js'
 import { eventually, startServer, userMessage } from './helpers/server.js'
 import { closingPeer, statusPeer } from './helpers/ws-peers.js'
 
@@ -145,6 +146,12 @@ t.test('isReconnectable: what a new attempt may get past', async t => {
   t.ok(isReconnectable(new UnexpectedStatusError(504, 'Gateway Timeout')))
   t.ok(isReconnectable(new UnexpectedStatusError(429, undefined)))
   t.notOk(isReconnectable(new UnexpectedStatusError(401, undefined)))
+  const rest = (status: number, grpc: string) => errorFromRest(status, { error: { code: status, status: grpc, message: 'no RetryInfo' } })
+  t.ok(isReconnectable(rest(503, 'UNAVAILABLE')), 'an HTTP+JSON 503 with an error body and no RetryInfo')
+  t.ok(isReconnectable(rest(500, 'INTERNAL')), 'any 5xx over HTTP')
+  t.ok(isReconnectable(rest(429, 'RESOURCE_EXHAUSTED')))
+  t.notOk(isReconnectable(rest(400, 'FAILED_PRECONDITION')))
+  t.notOk(isReconnectable(new A2AClientError(-32603, 'over WebSocket, no HTTP status', [])))
   t.notOk(isReconnectable(new DOMException('stopped', 'AbortError')))
   t.notOk(isReconnectable(new TypeError('a bug')))
 })
@@ -198,4 +205,42 @@ t.test('resumeStream throws a failure before the task is named, and one not wort
   await t.rejects(resumed.next(), { name: 'UnsupportedVersionError', closeCode: 4002 }, 'a close after which the task is known, but not worth retrying')
   t.equal(resubscribed, 0)
   await holder.cancelTask({ id: task.task!.id })
+})
+
+t.test('resumeStream with getTask: a task that ended during the cut ends the stream as stored, not with the refused resubscription', async t => {
+  const server = await startServer()
+  t.teardown(() => server.close())
+  const other = new A2AClient(new JsonRpcTransport({ url: server.endpoint }))
+  const client = new A2AClient(v1(wsOf(server.origin)))
+  t.teardown(() => client.close())
+  const events: StreamResponse[] = []
+  // During the wait another client cancels the task: the resubscription is refused (-32004).
+  const { delays, options } = recorded({ async sleep () { await other.cancelTask({ id: events[0]!.task!.id }) } })
+  const getTask = (id: string) => other.getTask({ id })
+  for await (const event of resumeStream(client.sendStreamingMessage({ message: userMessage('hold') }), id => client.resubscribe(id), { ...options, getTask })) {
+    events.push(event)
+    if (events.length === 2) for (const socket of server.fastify.websocketServer.clients) socket.terminate()
+  }
+  const taskId = events[0]!.task!.id
+  t.same(events.slice(1), [
+    { statusUpdate: { taskId, contextId: events[0]!.task!.contextId, status: events[1]!.statusUpdate!.status } },
+    { task: await other.getTask({ id: taskId }) }
+  ], 'WORKING, then the task as stored, CANCELED')
+  t.equal(events[2]!.task!.status.state, 'TASK_STATE_CANCELED')
+  t.same(delays, [1000], 'one wait, before the refused resubscription')
+})
+
+t.test('resumeStream with getTask: a refusal while the task still runs is thrown as it is', async t => {
+  const refusal = new A2AClientError(-32004, 'Unsupported operation: streaming', [])
+  async function * cut () {
+    yield { task: { id: 't1', contextId: 'c', status: { state: 'TASK_STATE_WORKING' as const } } }
+    throw new StreamIncompleteError('cut', 't1', 1)
+  }
+  async function * refused (): AsyncGenerator<StreamResponse> { throw refusal }
+  let read = 0
+  const getTask = async (id: string) => { read++; return { id, contextId: 'c', status: { state: 'TASK_STATE_WORKING' as const } } }
+  const resumed = resumeStream(cut(), refused, { ...recorded().options, getTask })
+  t.ok((await resumed.next()).value?.task)
+  await t.rejects(resumed.next(), refusal)
+  t.equal(read, 1, 'the task was read once, and is still running')
 })

@@ -223,3 +223,16 @@ t.test('an injected WebSocket class is the one used', async t => {
   t.equal((await paramsSeen(a2a))['x-injected'], 'yes')
   t.equal(constructed, 1)
 })
+
+t.test('next() called again before the first settled: each call gets its own event, in order', async t => {
+  const { client: a2a } = client()
+  t.teardown(() => a2a.close())
+  const events = a2a.sendStreamingMessage({ message: userMessage('stream 2') })
+  const [first, second, third, fourth, end] = await Promise.all([events.next(), events.next(), events.next(), events.next(), events.next()])
+  t.ok(first.value?.task, 'the task')
+  t.equal(second.value?.statusUpdate?.status.state, 'TASK_STATE_WORKING')
+  t.same([third.value?.artifactUpdate?.artifact.parts, fourth.value?.artifactUpdate?.artifact.parts], [[{ text: 'chunk 1' }], [{ text: 'chunk 2' }]])
+  const last = (await events.next())
+  t.equal(end.value?.statusUpdate?.status.state, 'TASK_STATE_COMPLETED')
+  t.same(last, { value: undefined, done: true })
+})

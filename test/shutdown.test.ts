@@ -19,7 +19,12 @@ const agent: AgentExecutor = {
   }
 }
 
-const unavailable = { code: -32603, message: 'Service unavailable: the server is shutting down' }
+// Worth another attempt (another instance, or this one restarted): the RetryInfo says when.
+const unavailable = {
+  code: -32603,
+  message: 'Service unavailable: the server is shutting down',
+  data: [{ '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: '1s' }]
+}
 
 t.test('fastify.close() with tasks in every phase and a stream open over every binding', async t => {
   const server = await startServer({ executor: agent, shutdown: { completionGrace: 2000, taskGrace: 300 } })

@@ -109,8 +109,16 @@ t.test('fastify.close(): no new upgrades, calls in flight finish, then every con
   t.same(refused, {
     status: 503,
     headers: refused.headers,
-    body: { error: { code: 503, status: 'UNAVAILABLE', message: 'Service unavailable: the server is shutting down' } }
+    body: {
+      error: {
+        code: 503,
+        status: 'UNAVAILABLE',
+        message: 'Service unavailable: the server is shutting down',
+        details: [{ '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: '1s' }]
+      }
+    }
   }, 'a new upgrade is refused')
+  t.equal(refused.headers['retry-after'], '1', 'with the RetryInfo as Retry-After')
   const reply = await client.next()
   t.equal(reply.id, 'in-flight')
   t.equal(reply.result.task.status.state, 'TASK_STATE_COMPLETED', 'the call in flight finished')

@@ -6,7 +6,8 @@ export class Channel<T> implements AsyncIterableIterator<T> {
   #state: 'open' | 'ended' | 'failed' = 'open'
   /** The failure not yet thrown to the reader. */
   #error: { value: unknown } | undefined
-  #waiter: { resolve (result: IteratorResult<T>): void, reject (error: unknown): void } | undefined
+  /** Readers waiting, oldest first: `next()` may be called again before the last one settled. */
+  readonly #waiters: Array<{ resolve (result: IteratorResult<T>): void, reject (error: unknown): void }> = []
   readonly #onStop: () => void
 
   /** `onStop` runs once when the reader stops a stream that is still open (return). */
@@ -21,8 +22,7 @@ export class Channel<T> implements AsyncIterableIterator<T> {
 
   push (item: T): void {
     if (this.closed) return
-    const waiter = this.#waiter
-    this.#waiter = undefined
+    const waiter = this.#waiters.shift()
     if (waiter !== undefined) waiter.resolve({ value: item, done: false })
     else this.#items.push(item)
   }
@@ -53,7 +53,7 @@ export class Channel<T> implements AsyncIterableIterator<T> {
     const error = this.#takeError()
     if (error !== undefined) return Promise.reject(error.value)
     if (this.closed) return Promise.resolve({ value: undefined, done: true })
-    return new Promise((resolve, reject) => { this.#waiter = { resolve, reject } })
+    return new Promise((resolve, reject) => { this.#waiters.push({ resolve, reject }) })
   }
 
   return (): Promise<IteratorResult<T>> {
@@ -76,13 +76,12 @@ export class Channel<T> implements AsyncIterableIterator<T> {
     return error
   }
 
-  /** A reader waiting can only be waiting on an empty queue: tell it the stream is over. */
+  /** Readers waiting can only be waiting on an empty queue: the first gets the failure, if any, and every one the end. */
   #wake (): void {
-    const waiter = this.#waiter
-    if (waiter === undefined) return
-    this.#waiter = undefined
-    const error = this.#takeError()
-    if (error !== undefined) waiter.reject(error.value)
-    else waiter.resolve({ value: undefined, done: true })
+    for (const waiter of this.#waiters.splice(0)) {
+      const error = this.#takeError()
+      if (error !== undefined) waiter.reject(error.value)
+      else waiter.resolve({ value: undefined, done: true })
+    }
   }
 }

@@ -12,6 +12,8 @@ export interface Deadline {
   dispose (): void
 }
 
+const MAX_TIMER = 2 ** 31 - 1
+
 export function deadline (options: CallOptions, defaultTimeout?: number): Deadline {
   const controller = new AbortController()
   const { signal } = options
@@ -19,7 +21,8 @@ export function deadline (options: CallOptions, defaultTimeout?: number): Deadli
   const onAbort = () => controller.abort(signal?.reason)
   if (signal?.aborted === true) onAbort()
   else signal?.addEventListener('abort', onAbort, { once: true })
-  const timer = timeout === undefined ? undefined : setTimeout(() => controller.abort(new CallTimeoutError(timeout)), timeout)
+  // A timer longer than setTimeout's most (2³¹ − 1 ms) would fire at once: such a timeout (Infinity) is none.
+  const timer = timeout === undefined || timeout > MAX_TIMER ? undefined : setTimeout(() => controller.abort(new CallTimeoutError(timeout)), timeout)
   return {
     signal: controller.signal,
     abort: (reason) => controller.abort(reason),

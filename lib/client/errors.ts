@@ -229,9 +229,10 @@ const REFUSAL_STATUS: Record<string, number> = { UNAUTHENTICATED: 401, PERMISSIO
 /** A JSON-RPC error (JSON-RPC and WebSocket bindings) as the client reports it. */
 export function errorFromJsonRpc (error: JsonRpcErrorObject, httpStatus?: number): ClientError {
   const details = asDetails(error.data)
-  const info = errorInfo(details)
-  const refusal = info?.domain === BINDING_DOMAIN && info.reason !== undefined ? REFUSAL_STATUS[info.reason] : undefined
-  if (error.code === -32600 && refusal !== undefined) return new UnexpectedStatusError(refusal, error, info?.metadata?.['www-authenticate'])
+  // The refusal's ErrorInfo comes after any other the refusal carries (seed 000 §6).
+  const binding = details.find(detail => detail['@type'] === `${TYPE_PREFIX}ErrorInfo` && detail.domain === BINDING_DOMAIN) as ErrorInfo | undefined
+  const refusal = binding?.reason === undefined ? undefined : REFUSAL_STATUS[binding.reason]
+  if (error.code === -32600 && refusal !== undefined) return new UnexpectedStatusError(refusal, error, binding?.metadata?.['www-authenticate'])
   return new A2AClientError(error.code, error.message, details, httpStatus)
 }
 

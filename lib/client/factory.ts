@@ -62,12 +62,14 @@ export async function fetchAgentCard (agentUrl: string | URL, fetchFn: typeof fe
 }
 
 export function selectInterface (card: AgentCard, preferences: string[]): AgentInterface {
-  const usable = card.supportedInterfaces.filter(candidate => SUPPORTED_VERSION.test(candidate.protocolVersion))
+  // A card of another protocol version (0.3 has none) offers no interface this client speaks.
+  const offered = Array.isArray(card.supportedInterfaces) ? card.supportedInterfaces : []
+  const usable = offered.filter(candidate => SUPPORTED_VERSION.test(candidate.protocolVersion))
   for (const binding of preferences) {
     const chosen = usable.find(candidate => candidate.protocolBinding === binding)
     if (chosen !== undefined) return chosen
   }
-  throw new NoSupportedInterfaceError(card.supportedInterfaces.map(i => `${i.protocolBinding} ${i.protocolVersion}`), preferences)
+  throw new NoSupportedInterfaceError(offered.map(i => `${i.protocolBinding} ${i.protocolVersion}`), preferences)
 }
 
 export function createTransport (agentInterface: AgentInterface, options: ClientFactoryOptions = {}): Transport {

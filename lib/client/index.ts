@@ -11,7 +11,7 @@ export {
   StreamIncompleteError, SubprotocolMismatchError, TooManyPendingError, UnexpectedStatusError, UnsupportedVersionError,
   type ErrorDetail, type JsonRpcErrorObject, type RestErrorBody
 } from './errors.js'
-export { isReconnectable, reconnect, reconnectDelay, resumeStream, type ReconnectOptions } from './reconnect.js'
+export { isReconnectable, reconnect, reconnectDelay, resumeStream, type ReconnectOptions, type ResumeOptions } from './reconnect.js'
 export { A2A_VERSION, type CallOptions, type StreamMethod, type Transport, type TransportOptions, type UnaryMethod } from './transport.js'
 export { WEBSOCKET_BINDING_URI, WebSocketTransport, type WebSocketDialectName, type WebSocketTransportOptions } from './transports/websocket.js'
 export { A2A_V1_BINDING, A2A_V1_SUBPROTOCOL } from './dialects/a2a-v1.js'

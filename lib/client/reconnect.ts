@@ -7,9 +7,9 @@
 // agent's RetryInfo. Not: a refused credential (401/403 at the upgrade or in a frame,
 // close 4001), an unsupported version (4002), a subprotocol mismatch, an endpoint that is
 // no WebSocket (a 200 or 404 page), an abort. Nothing here is Node-only.
-import type { StreamResponse } from '../schema/wire.js'
+import type { StreamResponse, Task } from '../schema/wire.js'
 import { A2AClientError, ClientError, StreamIncompleteError, UnexpectedStatusError } from './errors.js'
-import { taskIdOf } from './transport.js'
+import { isFinalEvent, taskIdOf } from './transport.js'
 
 export interface ReconnectOptions {
   /** ms to wait before the first retry; each retry waits twice as long as the one before. Default 1000. */
@@ -32,16 +32,29 @@ export interface ReconnectOptions {
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>
 }
 
+export interface ResumeOptions extends ReconnectOptions {
+  /**
+   * Reads the task (e.g. `id => client.getTask({ id })`). A task that ended while the stream was
+   * cut refuses the resubscription (-32004, spec §3.6); with this the stream then ends with the
+   * task as stored, `{ task }`, instead of that refusal.
+   */
+  getTask?: (taskId: string) => Promise<Task>
+}
+
 type Policy = Required<Omit<ReconnectOptions, 'signal' | 'onRetry'>> & Pick<ReconnectOptions, 'signal' | 'onRetry'>
 
 /**
- * Is the failure one that a new attempt (on a new connection) may get past? A gateway's
- * 5xx counts as well as the agent's own 503; any other ClientError says for itself.
+ * Is the failure one that a new attempt (on a new connection) may get past? An HTTP 429 or
+ * 5xx counts, a gateway's as well as the agent's own (its 503 with an error body included);
+ * any other ClientError says for itself.
  */
 export function isReconnectable (error: unknown): boolean {
-  if (error instanceof UnexpectedStatusError) return error.status === 429 || error.status >= 500
+  if (error instanceof UnexpectedStatusError) return retriedStatus(error.status)
+  if (error instanceof A2AClientError && error.httpStatus !== undefined && retriedStatus(error.httpStatus)) return true
   return error instanceof ClientError && error.retryable
 }
+
+const retriedStatus = (status: number): boolean => status === 429 || status >= 500
 
 function sleep (ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -126,12 +139,13 @@ export async function reconnect<T> (operation: (attempt: number) => Promise<T>, 
  * `id => client.resubscribe(id)`), from the task's snapshot; the events in between are
  * not replayed. The wait grows with each failure in a row and starts over once an event
  * arrives. A stream that fails before naming its task is thrown as it is: sending its
- * message again could start a second task.
+ * message again could start a second task. With `options.getTask`, a task that ended during
+ * a cut ends the stream as stored (`{ task }`) rather than with the resubscription's refusal.
  */
 export async function * resumeStream (
   stream: AsyncIterable<StreamResponse>,
   resubscribe: (taskId: string) => AsyncIterable<StreamResponse>,
-  options: ReconnectOptions = {}
+  options: ResumeOptions = {}
 ): AsyncGenerator<StreamResponse, void, undefined> {
   const rules = policy(options)
   let events = stream
@@ -147,6 +161,14 @@ export async function * resumeStream (
       return
     } catch (error) {
       taskId ??= error instanceof StreamIncompleteError ? error.taskId : undefined
+      if (events !== stream && taskId !== undefined && options.getTask !== undefined && error instanceof A2AClientError && error.code === -32004) {
+        // The resubscription refused: if the task ended in the gap, its end is the stream's.
+        const task = await options.getTask(taskId)
+        if (isFinalEvent({ task })) {
+          yield { task }
+          return
+        }
+      }
       failures++
       if (taskId === undefined || givesUp(rules, error, failures)) throw error
       await wait(rules, error, failures)

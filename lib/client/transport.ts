@@ -2,6 +2,7 @@
 // eleven methods go by their JSON-RPC names (spec §9); each transport maps them onto
 // its binding.
 import type { StreamResponse } from '../schema/wire.js'
+import { InvalidResponseError } from './errors.js'
 
 export type UnaryMethod =
   | 'SendMessage'
@@ -77,6 +78,21 @@ const lowercased = (params: Record<string, string> = {}) => Object.fromEntries(O
 export function requestServiceParams (transport: Record<string, string> | undefined, call: Record<string, string> | undefined): Record<string, string> {
   const own = lowercased(call)
   return { 'a2a-version': own['a2a-version'] ?? lowercased(transport)['a2a-version'] ?? A2A_VERSION, ...own }
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value)
+
+/**
+ * A stream's event as read off the wire: an object holding a task or a status update (each
+ * with its status), a message, or an artifact update. Anything else is an InvalidResponseError,
+ * thrown where the transport reads the event rather than where it is looked into.
+ */
+export function streamEvent (value: unknown): StreamResponse {
+  if (isObject(value) && (isObject(value.message) || isObject(value.artifactUpdate) ||
+    (isObject(value.task) && isObject(value.task.status)) || (isObject(value.statusUpdate) && isObject(value.statusUpdate.status)))) {
+    return value as StreamResponse
+  }
+  throw new InvalidResponseError(`a stream event is not a task, a message, a status update or an artifact update: ${String(JSON.stringify(value)).slice(0, 200)}`)
 }
 
 const TERMINAL = new Set(['TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_CANCELED', 'TASK_STATE_REJECTED'])

@@ -4,7 +4,7 @@
 // the same order: method (-32601), params (-32602), version (-32009), extensions.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import {
-  ExtensionSupportRequiredError, UnavailableError, UnsupportedOperationError, VersionNotSupportedError, invalidParams, toA2AError
+  ExtensionSupportRequiredError, UnsupportedOperationError, VersionNotSupportedError, invalidParams, shuttingDown, toA2AError
 } from '../errors/index.js'
 import { requestOrigin } from './card.js'
 import type { CallContext } from '../handler/executor.js'
@@ -223,7 +223,7 @@ export class CallRunner {
     const call: InterceptedCall = { params, request }
     this.#inFlight++
     try {
-      if (this.#refusing) throw new UnavailableError('the server is shutting down')
+      if (this.#refusing) throw shuttingDown()
       for (const interceptor of this.#options.interceptors) await interceptor.before?.(context, call)
       const checked = spec.validate.check(call.params ?? {})
       if (!checked.ok) throw invalidParams(checked.violations)

@@ -12,7 +12,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { WebSocket } from 'ws'
 import type {} from '@fastify/websocket'
 import {
-  OriginNotAllowedError, UnavailableError, UnsupportedOperationError, errorHeaders, toA2AError, toRestError, type A2AError
+  OriginNotAllowedError, UnavailableError, UnsupportedOperationError, errorHeaders, shuttingDown, toA2AError, toRestError, type A2AError
 } from '../errors/index.js'
 import type { Identity } from '../interceptors/auth.js'
 import type { A2AInterceptor } from '../interceptors/types.js'
@@ -213,9 +213,11 @@ export async function webSocketDispatcher (fastify: FastifyInstance, options: We
  * leaves an upgrade without a listener hanging: answer each with 503 and the REST body.
  */
 export function refuseUpgrades (server: Server): void {
-  const body = JSON.stringify(toRestError(new UnavailableError('the server is shutting down')))
+  const refusal = shuttingDown()
+  const body = JSON.stringify(toRestError(refusal))
+  const retryAfter = errorHeaders(refusal)['retry-after']
   server.on('upgrade', (_request, socket: Socket) => {
-    socket.end(`HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/a2a+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`)
+    socket.end(`HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/a2a+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nRetry-After: ${retryAfter}\r\nConnection: close\r\n\r\n${body}`)
   })
 }
 

@@ -108,6 +108,14 @@ export function retryInfo (delayMs: number): ErrorDetail {
   return { '@type': `${TYPE_PREFIX}RetryInfo`, retryDelay: `${Math.max(0, delayMs) / 1000}s` }
 }
 
+/** How long a client waits before trying again when the server shuts down: another instance, or this one restarted, answers then. */
+const SHUTDOWN_RETRY_MS = 1000
+
+/** The refusal of a call, a stream or an upgrade while the server shuts down: worth another attempt, as its RetryInfo says. */
+export function shuttingDown (): A2AError {
+  return new UnavailableError('the server is shutting down').with({ details: [retryInfo(SHUTDOWN_RETRY_MS)] })
+}
+
 /** Invalid params with a BadRequest detail naming every failing field. */
 export function invalidParams (violations: FieldViolation[]): A2AError {
   const summary = violations.map(v => v.field === '' ? v.description : `${v.field} ${v.description}`).join('; ')

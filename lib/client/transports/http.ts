@@ -67,7 +67,9 @@ export function sseStream (spec: SseStreamSpec, options: CallOptions): AsyncIter
   const response = spec.open(call)
   // Until the reader asks, a failure waits for it.
   response.catch(() => {})
+  let started = false
   async function * events (): AsyncGenerator<StreamResponse> {
+    started = true
     let received = 0
     let taskId: string | undefined
     let last: StreamResponse | undefined
@@ -94,9 +96,20 @@ export function sseStream (spec: SseStreamSpec, options: CallOptions): AsyncIter
       }
     } finally {
       // Leaving early (break, return, an error) closes the request, which releases the subscription.
-      if (!call.signal.aborted) call.abort(new DOMException('the stream was stopped', 'AbortError'))
-      call.dispose()
+      stop()
     }
   }
-  return events()
+  function stop () {
+    if (!call.signal.aborted) call.abort(new DOMException('the stream was stopped', 'AbortError'))
+    call.dispose()
+  }
+  const stream = events()
+  // A generator returned before its first `next()` never runs its body, nor so its `finally`:
+  // the request, sent already, is stopped here.
+  const returnGenerator = stream.return.bind(stream)
+  stream.return = (value) => {
+    if (!started) stop()
+    return returnGenerator(value)
+  }
+  return stream
 }

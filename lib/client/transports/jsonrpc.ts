@@ -3,7 +3,7 @@ import type { StreamResponse } from '../../schema/wire.js'
 import { deadline, type Deadline } from '../deadline.js'
 import { InvalidResponseError, UnexpectedStatusError, errorFromJsonRpc, parseBody, type JsonRpcErrorObject } from '../errors.js'
 import type { SseEvent } from '../sse.js'
-import type { CallOptions, StreamMethod, Transport, UnaryMethod } from '../transport.js'
+import { streamEvent, type CallOptions, type StreamMethod, type Transport, type UnaryMethod } from '../transport.js'
 import { fetcher, readText, requestHeaders, send, sseStream, type Fetch, type HttpTransportOptions } from './http.js'
 
 export const JSONRPC_BINDING = 'JSONRPC'
@@ -58,7 +58,7 @@ export class JsonRpcTransport implements Transport {
   stream (method: StreamMethod, params: object, options: CallOptions = {}): AsyncIterableIterator<StreamResponse> {
     return sseStream({
       open: (call) => this.#post(method, params, options, 'text/event-stream, application/json', call),
-      decode: (event: SseEvent) => resultOf(JSON.parse(event.data)) as StreamResponse,
+      decode: (event: SseEvent) => streamEvent(resultOf(JSON.parse(event.data))),
       refused: async (response, call) => {
         await answerOf(response, call)
         throw new InvalidResponseError(`${method} was answered without an event stream`)

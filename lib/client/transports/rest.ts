@@ -4,7 +4,7 @@
 import type { StreamResponse } from '../../schema/wire.js'
 import { deadline, type Deadline } from '../deadline.js'
 import { errorFromRest, parseBody } from '../errors.js'
-import type { CallOptions, StreamMethod, Transport, UnaryMethod } from '../transport.js'
+import { streamEvent, type CallOptions, type StreamMethod, type Transport, type UnaryMethod } from '../transport.js'
 import { fetcher, readText, requestHeaders, send, sseStream, type Fetch, type HttpTransportOptions } from './http.js'
 
 export const REST_BINDING = 'HTTP+JSON'
@@ -86,7 +86,7 @@ export class RestTransport implements Transport {
         const body = JSON.parse(event.data) as unknown
         // The stream's status is 200 already: the error body's own code is the status it stands for.
         if (event.event === 'error') throw errorFromRest((body as { error?: { code?: number } }).error?.code ?? 500, body)
-        return body as StreamResponse
+        return streamEvent(body)
       },
       refused: failure
     }, options)

@@ -19,7 +19,7 @@ import {
   ClientError, ConnectionError, InvalidResponseError, TooManyPendingError, closeError, errorFromJsonRpc, type StreamProgress
 } from '../errors.js'
 import {
-  isFinalEvent, requestServiceParams, taskIdOf, type CallOptions, type StreamMethod, type Transport, type TransportOptions, type UnaryMethod
+  isFinalEvent, requestServiceParams, streamEvent, taskIdOf, type CallOptions, type StreamMethod, type Transport, type TransportOptions, type UnaryMethod
 } from '../transport.js'
 import { checkServiceParams, openWebSocket, type WebSocketConstructor, type WebSocketLike } from '../websocket-runtime.js'
 
@@ -164,7 +164,14 @@ export class WebSocketTransport implements Transport {
     const progress: StreamProgress = { taskId: undefined, received: 0 }
     stop = this.#start({ method, stream: true, params, serviceParams: options.serviceParams }, call, {
       result: (result) => {
-        const event = result as StreamResponse
+        let event: StreamResponse
+        try {
+          event = streamEvent(result)
+        } catch (error) {
+          // Not an event: the stream fails with it and is given up on the server.
+          finish(() => channel.fail(error), true)
+          return
+        }
         progress.received++
         progress.taskId ??= taskIdOf(event)
         channel.push(event)
