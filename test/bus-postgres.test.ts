@@ -1,10 +1,12 @@
 // The PostgreSQL LISTEN/NOTIFY event bus (postgresBus): the contract every bus across
 // instances keeps (test/helpers/bus-contract.ts), then what is its own: events over
 // NOTIFY's 8000-byte limit go through a table, in order with the others; old overflow
-// rows are swept; close() sends what is still queued; options are checked.
+// rows are swept; close() sends what is still queued; a lost listening connection is made
+// again, however many tries that takes; options are checked.
+import net from 'node:net'
 import pg from 'pg'
 import t from 'tap'
-import { InvalidOptionError, PostgresEventBus, postgresBus, type StreamResponse } from '../lib/index.js'
+import { InvalidOptionError, PostgresEventBus, postgresBus, type BusCommand, type StreamResponse } from '../lib/index.js'
 import { busContract } from './helpers/bus-contract.js'
 import { dropSchemas, requirePostgres, uniqueSchema } from './helpers/postgres.js'
 
@@ -85,9 +87,101 @@ if (url !== undefined) {
     t.same(await onB, sent)
   })
 
+  t.test('the listening connection lost and the next connections refused: the bus tries until one succeeds, then has every channel again', async t => {
+    // A proxy to PostgreSQL that closes at once the connections `refusing` counts down.
+    const target = new URL(url)
+    let refusing = 0
+    let refused = 0
+    const sockets = new Set<net.Socket>()
+    const proxy = net.createServer(socket => {
+      if (refusing > 0) {
+        refusing--
+        refused++
+        socket.destroy()
+        return
+      }
+      const upstream = net.connect(Number(target.port || 5432), target.hostname)
+      for (const [one, other] of [[socket, upstream], [upstream, socket]] as const) {
+        sockets.add(one)
+        one.on('error', () => other.destroy())
+        one.on('close', () => { sockets.delete(one); other.destroy() })
+        one.pipe(other)
+      }
+    })
+    await new Promise<void>(resolve => proxy.listen(0, '127.0.0.1', resolve))
+    const proxied = new URL(url)
+    proxied.host = `127.0.0.1:${(proxy.address() as net.AddressInfo).port}`
+    const applicationName = `a2a_bus_relisten_${process.pid}`
+    const proxiedPool = new pg.Pool({ connectionString: proxied.href, application_name: applicationName })
+    const listening = new PostgresEventBus({ pool: proxiedPool, channelPrefix: prefix })
+    t.teardown(async () => {
+      await listening.close()
+      await proxiedPool.end()
+      for (const socket of sockets) socket.destroy()
+      await new Promise(resolve => proxy.close(resolve))
+    })
+    const publishing = bus()
+    const later = 'tenant\u0000later'
+    const events = new Map<string, StreamResponse[]>([[topic, []], [later, []]])
+    const commands: BusCommand[] = []
+    listening.subscribe(topic, (delivered) => events.get(topic)?.push(delivered))
+    await listening.onCommand('relisten-instance', (command) => commands.push(command))
+    await listening.ready(topic)
+
+    refusing = 2
+    const { rowCount } = await pool.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [applicationName])
+    t.equal(rowCount, 1, 'the listening connection, the bus\'s only one, is terminated')
+    // Followed while the bus has no connection.
+    listening.subscribe(later, (delivered) => events.get(later)?.push(delivered))
+    const command: BusCommand = { type: 'cancel', tenant: 'tenant', taskId: 'relisten' }
+    const sent = (one: string) => event(`after the loss, to ${JSON.stringify(one)}`)
+    const deadline = Date.now() + 8000
+    while (events.get(topic)?.length === 0 || events.get(later)?.length === 0 || commands.length === 0) {
+      if (Date.now() > deadline) break
+      for (const one of events.keys()) publishing.publish(one, sent(one))
+      publishing.command('relisten-instance', command)
+      await new Promise(resolve => setTimeout(resolve, 200))
+    }
+    t.equal(refused, 2, 'two connections were refused before one went through')
+    t.same(events.get(topic)?.[0], sent(topic), 'a channel followed before the loss is LISTENed again')
+    t.same(events.get(later)?.[0], sent(later), 'a channel followed during the loss is LISTENed')
+    t.same(commands[0], command, 'the command channel is LISTENed again')
+  })
+
+  t.test('a bus closed while it has no listening connection tries no more', async t => {
+    let connections = 0
+    const refusing = net.createServer(socket => { connections++; socket.destroy() })
+    await new Promise<void>(resolve => refusing.listen(0, '127.0.0.1', resolve))
+    t.teardown(() => new Promise(resolve => refusing.close(resolve)))
+    const closing = new PostgresEventBus({ connectionString: `postgres://nobody@127.0.0.1:${(refusing.address() as net.AddressInfo).port}/test`, channelPrefix: prefix })
+    closing.subscribe(topic, () => {})
+    await closing.ready(topic)
+    await new Promise(resolve => setTimeout(resolve, 1500))
+    t.equal(connections, 2, 'the first connection, and a second try a second later')
+    await closing.close()
+    await new Promise(resolve => setTimeout(resolve, 1500))
+    t.equal(connections, 2, 'none after close()')
+  })
+
+  t.test('the longest prefix accepted carries commands; one byte more is refused', async t => {
+    const longest = `${prefix}${'p'.repeat(28 - prefix.length)}`
+    t.equal(Buffer.byteLength(longest), 28)
+    const sender = new PostgresEventBus({ pool, channelPrefix: longest })
+    const receiver = new PostgresEventBus({ pool, channelPrefix: longest })
+    t.teardown(() => Promise.all([sender.close(), receiver.close()]))
+    const commands: BusCommand[] = []
+    await receiver.onCommand('longest-instance', (command) => commands.push(command))
+    const command: BusCommand = { type: 'cancel', tenant: 'tenant', taskId: 'longest' }
+    sender.command('longest-instance', command)
+    const deadline = Date.now() + 3000
+    while (commands.length === 0 && Date.now() < deadline) await new Promise(resolve => setTimeout(resolve, 10))
+    t.same(commands, [command])
+    t.throws(() => new PostgresEventBus({ pool, channelPrefix: `${longest}p` }), new InvalidOptionError('channelPrefix', 'must be at most 28 bytes'))
+    t.throws(() => new PostgresEventBus({ pool, channelPrefix: `${'é'.repeat(14)}p` }), new InvalidOptionError('channelPrefix', 'must be at most 28 bytes'), 'bytes, not characters')
+  })
+
   t.test('options are checked', async t => {
     t.throws(() => new PostgresEventBus({}), new InvalidOptionError('connectionString', 'give exactly one of connectionString and pool'))
-    t.throws(() => new PostgresEventBus({ pool, channelPrefix: 'p'.repeat(37) }), new InvalidOptionError('channelPrefix', 'must be at most 36 bytes'))
     t.throws(() => new PostgresEventBus({ pool, overflowRetention: -1 }), new InvalidOptionError('overflowRetention', 'must be an integer >= 0'))
   })
 }

@@ -1,7 +1,8 @@
 // CancelTask across instances: B forwards it to the instance running the executor (a
 // command on the bus) and answers once the task's terminal event arrives; when that
 // instance is dead, B ends the task itself once the lease lapsed; an owner that never
-// confirms gets B's call an Unavailable after `cancelTimeout`.
+// confirms gets B's call an Unavailable after `cancelTimeout`; a task that ends otherwise
+// meanwhile is refused as on one instance; an instance starting a turn on the task cancels it itself.
 import t from 'tap'
 import type { AgentExecutor, ClusterStore } from '../lib/index.js'
 import { conformanceAgent } from '../examples/agent.js'
@@ -59,6 +60,78 @@ if (cluster !== undefined) {
     t.equal(reply.error.code, -32603)
     t.match(reply.error.message, `the instance running task ${task.id} did not confirm the cancel within 300 ms`)
     t.equal((await result(asking.endpoint, 'GetTask', { id: task.id })).status.state, 'TASK_STATE_WORKING')
+  })
+
+  t.test('the owner completes the task instead (its cancel hook): -32002 TaskNotCancelable, as on one instance', async t => {
+    const completing: AgentExecutor = {
+      async execute (context, events) {
+        await events.working()
+        await new Promise(resolve => context.signal.addEventListener('abort', resolve, { once: true }))
+      },
+      async cancel (_context, events) {
+        await events.completed()
+      }
+    }
+    const owner = await cluster.start({ options: { executor: completing } })
+    const task = await hold(owner.endpoint)
+    const { error } = await call(b.endpoint, 'CancelTask', { id: task.id })
+    t.same(error, {
+      code: -32002,
+      message: `Task cannot be canceled: ${task.id}`,
+      data: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'TASK_NOT_CANCELABLE', domain: 'a2a-protocol.org', metadata: { taskId: task.id, state: 'TASK_STATE_COMPLETED' } }]
+    })
+    t.equal((await result(b.endpoint, 'GetTask', { id: task.id })).status.state, 'TASK_STATE_COMPLETED')
+  })
+
+  t.test('CancelTask on the instance holding the lease for a turn not yet running: canceled there once it runs', async t => {
+    // The turn's messageId is recorded after the lease is taken and before its execution exists: held there.
+    let entered = () => {}
+    const reachedGate = new Promise<void>(resolve => { entered = resolve })
+    let open = () => {}
+    const gate = new Promise<void>(resolve => { open = resolve })
+    t.teardown(() => open())
+    let looked = () => {}
+    const lookedForOwners = new Promise<void>(resolve => { looked = resolve })
+    let gated: string | undefined
+    // The conformance agent completes a task waiting for input: here `hold` holds it, as on a new task.
+    const holding: AgentExecutor = {
+      async execute (context, events) {
+        if (context.message.parts[0]?.text !== 'hold') return await conformanceAgent.execute(context, events)
+        await events.working()
+        await new Promise(resolve => context.signal.addEventListener('abort', resolve, { once: true }))
+      }
+    }
+    const starting = await cluster.start({
+      options: { executor: holding },
+      wrapStore: (store: ClusterStore) => overrideStore(store, {
+        async claimMessage (tenant, messageId, taskId) {
+          if (messageId === gated) {
+            entered()
+            await gate
+          }
+          return await store.claimMessage(tenant, messageId, taskId)
+        },
+        async owners (key) {
+          looked()
+          return await store.owners(key)
+        }
+      })
+    })
+    const { task } = await result(starting.endpoint, 'SendMessage', { message: userMessage('input') })
+    t.equal(task.status.state, 'TASK_STATE_INPUT_REQUIRED')
+    const message = userMessage('hold', { taskId: task.id })
+    gated = message.messageId
+    const sending = call(starting.endpoint, 'SendMessage', { message, configuration: { returnImmediately: true } })
+    await reachedGate
+    t.same(await cluster.leases(task.id), [starting.member.instanceId], 'the turn holds the lease')
+    const canceling = call(starting.endpoint, 'CancelTask', { id: task.id })
+    await lookedForOwners
+    open()
+    await sending
+    const reply = await canceling
+    t.equal(reply.result?.status.state, 'TASK_STATE_CANCELED', 'canceled by this instance, long before cancelTimeout')
+    await eventually(() => starting.fastify.a2a.handler.runningExecutions === 0)
+    t.equal((await result(b.endpoint, 'GetTask', { id: task.id })).status.state, 'TASK_STATE_CANCELED')
   })
 
   t.test('the owner died: once its lease lapsed, B claims the task and cancels it itself', async t => {

@@ -1,6 +1,7 @@
 // Failover: the instance running a task holds a lease renewed by heartbeat. When it dies,
 // another instance claims its tasks once the lease lapsed and ends them FAILED (or resumes
 // them, with `onOrphan: 'resume'`); subscribers on live instances get the terminal event.
+// A lease whose release failed is given back at a later heartbeat: a live instance's never lapses.
 import t from 'tap'
 import { ORPHAN_MESSAGE, type AgentExecutor, type ClusterStore, type Task } from '../lib/index.js'
 import { conformanceAgent } from '../examples/agent.js'
@@ -106,5 +107,24 @@ if (cluster !== undefined) {
     t.equal((await result(observer.endpoint, 'CancelTask', { id: next.id })).status.state, 'TASK_STATE_CANCELED')
     await eventually(() => owner.fastify.a2a.handler.runningExecutions === 0)
     t.pass('it runs tasks as a live owner again: the cancel reached it')
+  })
+  t.test('a lease whose release failed is given back at the next heartbeat', async t => {
+    const releases: string[] = []
+    const failingOnce = (store: ClusterStore) => overrideStore(store, {
+      release: async (instance, key) => {
+        if (releases.length === 0) {
+          releases.push('failed')
+          throw new Error('release failed on purpose')
+        }
+        releases.push('done')
+        await store.release(instance, key)
+      }
+    })
+    const owner = await cluster.start({ wrapStore: failingOnce })
+    const { task } = await result(owner.endpoint, 'SendMessage', { message: userMessage('hello') })
+    t.equal(task.status.state, 'TASK_STATE_COMPLETED')
+    await eventually(async () => (await cluster.leases(task.id)).length === 0, FAILOVER_MS)
+    t.same(releases, ['failed', 'done'], 'released by the second try')
+    t.equal((await cluster.rows('a2a_instances', 'id = $1', [owner.member.instanceId])).length, 1, 'while the instance lives on')
   })
 }

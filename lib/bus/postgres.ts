@@ -19,7 +19,7 @@ export interface PostgresEventBusOptions {
   pool?: pg.Pool
   /** The schema of the overflow table (`a2a_bus_overflow`), created when first needed. Default `public`. */
   schema?: string
-  /** Prefix of the channels, at most 36 bytes (a channel name has at most 63). Default `a2a_events_`. */
+  /** Prefix of the channels, at most 28 bytes (a channel name has at most 63). Default `a2a_events_`. */
   channelPrefix?: string
   /** How long an overflow row is kept for the instances to read, in ms. Default 60,000. */
   overflowRetention?: number
@@ -27,11 +27,14 @@ export interface PostgresEventBusOptions {
 
 /** NOTIFY refuses a payload of 8000 bytes or more (PostgreSQL's default build). */
 const MAX_PAYLOAD_BYTES = 7999
-/** PostgreSQL truncates identifiers to 63 bytes; a channel is the prefix and a 27-character hash. */
-const MAX_PREFIX_BYTES = 36
+/**
+ * PostgreSQL truncates identifiers to 63 bytes (and pg_notify refuses longer ones): the longest
+ * channel, an instance's command channel, is the prefix, `command_` and a 27-character hash.
+ */
+const MAX_PREFIX_BYTES = 28
 /** Notifications sent in one statement, at most. */
 const MAX_BATCH = 100
-/** After the listening connection is lost, the wait before reconnecting. */
+/** After the listening connection is lost, or failed to connect, the wait before the next try. */
 const RECONNECT_DELAY_MS = 1000
 
 /**
@@ -61,7 +64,10 @@ export class PostgresEventBus implements EventBus {
   /** Command channels of the instances served here, with their handlers. */
   readonly #commands = new Map<string, CommandHandler>()
   readonly #outboxes = new Map<string, Outbox>()
-  #listener: Promise<pg.Client> | undefined
+  /** The listening client, and the promise of its connection. */
+  #listener: { client: pg.Client, connected: Promise<pg.Client> } | undefined
+  /** The next try to connect the listening client and LISTEN again, while one is due. */
+  #reconnect: NodeJS.Timeout | undefined
   #overflowTable: Promise<unknown> | undefined
   /** Set while an overflow row is being read: later notifications wait behind it, in order. */
   #inbound: Promise<void> | undefined
@@ -131,10 +137,11 @@ export class PostgresEventBus implements EventBus {
   async close (): Promise<void> {
     if (this.#closed) return
     this.#closed = true
+    clearTimeout(this.#reconnect)
     if ([...this.#outboxes.values()].some(outbox => outbox.sending)) await new Promise<void>(resolve => { this.#drained = resolve })
     const listener = this.#listener
     this.#listener = undefined
-    await listener?.then(client => client.end(), () => {})
+    await listener?.connected.then(client => client.end(), () => {})
     if (this.#ownsPool) await this.#pool.end()
   }
 
@@ -213,7 +220,7 @@ export class PostgresEventBus implements EventBus {
   }
 
   #connect (): Promise<pg.Client> {
-    this.#listener ??= (async () => {
+    if (this.#listener === undefined) {
       const client = new pg.Client(this.#pool.options)
       client.on('notification', ({ channel, payload }) => {
         if (payload === undefined) return
@@ -223,25 +230,28 @@ export class PostgresEventBus implements EventBus {
       })
       client.on('error', () => this.#lost(client))
       client.on('end', () => this.#lost(client))
-      await client.connect()
-      return client
-    })()
-    this.#listener.catch(() => { this.#listener = undefined })
-    return this.#listener
+      const connected = client.connect().then(() => client)
+      connected.catch(() => this.#lost(client))
+      this.#listener = { client, connected }
+    }
+    return this.#listener.connected
   }
 
-  /** Drops a lost listening client and, after a pause, LISTENs again on a new one. */
+  /**
+   * Drops a listening client that was lost or never connected and, after a pause, LISTENs
+   * again on a new one; a try that fails the same way schedules the next, until the bus closes.
+   */
   #lost (client: pg.Client): void {
-    if (this.#closed) return
-    void this.#listener?.then(current => {
-      if (current !== client) return
-      this.#listener = undefined
-      client.end().catch(() => {})
-      setTimeout(() => {
-        for (const topic of this.#channels.keys()) this.#channels.set(topic, this.#listen('LISTEN', this.#channel(topic)))
-        for (const channel of this.#commands.keys()) void this.#listen('LISTEN', channel)
-      }, RECONNECT_DELAY_MS).unref()
-    }, () => {})
+    if (this.#listener?.client !== client) return
+    this.#listener = undefined
+    client.end().catch(() => {})
+    if (this.#closed || this.#reconnect !== undefined) return
+    this.#reconnect = setTimeout(() => {
+      this.#reconnect = undefined
+      for (const topic of this.#channels.keys()) this.#channels.set(topic, this.#listen('LISTEN', this.#channel(topic)))
+      for (const channel of this.#commands.keys()) void this.#listen('LISTEN', channel)
+    }, RECONNECT_DELAY_MS)
+    this.#reconnect.unref()
   }
 
   #receive (payload: string): void {

@@ -34,6 +34,8 @@ export class ClusterMember {
   readonly #holds = new Map<string, Hold>()
   /** Forwarded cancels being carried out: a resent command does not run the `cancel` hook twice. */
   readonly #cancelling = new Set<string>()
+  /** Leases whose release failed: given back at the next heartbeat, or they would never lapse. */
+  readonly #unreleased = new Map<string, TaskKey>()
   #handler: RequestHandler | undefined
   #push: PushSender | undefined
   #heartbeat: NodeJS.Timeout | undefined
@@ -115,10 +117,26 @@ export class ClusterMember {
     const name = topicOf(key.tenant, key.taskId)
     const hold = this.#holds.get(name)
     if (hold === undefined || hold.count === 0 || --hold.count > 0) return
+    this.#giveBack(name, key, hold)
+  }
+
+  #giveBack (name: string, key: TaskKey, hold: Hold): void {
+    this.#unreleased.delete(name)
     const released = this.#then(hold, () => this.#store.release(this.instanceId, key))
     released.then(() => { if (hold.count === 0 && hold.last === released) this.#holds.delete(name) }, (error: unknown) => {
-      this.#logger.warn({ err: error, taskId: key.taskId }, 'cluster: could not release a lease; it lapses with the instance')
+      this.#logger.warn({ err: error, taskId: key.taskId }, 'cluster: could not release a lease; trying again at the next heartbeat')
+      // Unless an execution here took the lease again meanwhile: its own end gives it back.
+      if (hold.count === 0) this.#unreleased.set(name, key)
     })
+  }
+
+  /** Gives back the leases whose release failed, unless an execution here took them again meanwhile. */
+  #retryReleases (): void {
+    for (const [name, key] of this.#unreleased) {
+      const hold = this.#holdOf(key)
+      if (hold.count === 0) this.#giveBack(name, key, hold)
+      else this.#unreleased.delete(name)
+    }
   }
 
   /**
@@ -207,6 +225,7 @@ export class ClusterMember {
     this.#beating = true
     try {
       if (!(await this.#store.renew(this.instanceId, this.options.leaseTtl))) await this.#lost()
+      else this.#retryReleases()
     } catch (error) {
       this.#logger.warn({ err: error }, 'cluster: heartbeat failed')
     } finally {
@@ -222,6 +241,7 @@ export class ClusterMember {
     const lost = this.#handler?.loseExecutions() ?? 0
     this.#logger.warn({ instanceId: this.instanceId, executions: lost }, 'cluster: this instance was taken for dead; its executions were given up')
     this.#holds.clear()
+    this.#unreleased.clear()
     await this.#store.releaseAll(this.instanceId)
     await this.#store.register(this.instanceId, this.options.leaseTtl)
   }

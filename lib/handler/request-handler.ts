@@ -659,6 +659,7 @@ export class RequestHandler {
     const { cluster } = this.#options
     if (cluster === undefined || this.#runsHere(scope, task.id)) return await this.#cancelHere(task, scope, context)
     const outcome = await this.#cancelElsewhere(cluster, task, scope)
+    if (outcome === 'here') return await this.#cancelHere(task, scope, context)
     if (outcome !== 'claimed') return outcome
     try {
       return await this.#cancelHere(task, scope, context)
@@ -1407,9 +1408,10 @@ export class RequestHandler {
   /**
    * CancelTask for a task whose executor runs on other instances: they are told (again every
    * heartbeat interval: a command can be lost) and the call waits for the task's terminal event,
-   * at most `cancelTimeout`. When no live instance runs it, this one claims it and cancels it here.
+   * at most `cancelTimeout`. When no live instance runs it, this one claims it and cancels it here;
+   * once a turn this instance was starting on it runs, the cancel is this instance's too.
    */
-  async #cancelElsewhere (cluster: ClusterMember, task: Task, scope: Scope): Promise<Task | 'claimed'> {
+  async #cancelElsewhere (cluster: ClusterMember, task: Task, scope: Scope): Promise<Task | 'claimed' | 'here'> {
     const { bus } = this.#options
     const key = { tenant: scope.tenant, taskId: task.id }
     const topic = topicOf(scope.tenant, task.id)
@@ -1421,7 +1423,13 @@ export class RequestHandler {
       const deadline = Date.now() + cancelTimeout
       for (;;) {
         const current = await this.#loadIn(task.id, scope)
-        if (isTerminal(current.status.state)) return projectTask(current)
+        // Ended otherwise meanwhile (completed, failed): refused, as a cancel here would be.
+        if (isTerminal(current.status.state)) {
+          if (current.status.state !== 'TASK_STATE_CANCELED') throw taskNotCancelable(current)
+          return projectTask(current)
+        }
+        // This instance held the lease, so could neither claim the task nor send itself the command.
+        if (this.#runsHere(scope, task.id)) return 'here'
         const owners = (await cluster.owners(key)).filter(owner => owner !== cluster.instanceId)
         if (owners.length === 0 && await cluster.claim(key)) return 'claimed'
         for (const owner of owners) cluster.sendCancel(owner, key)
