@@ -994,6 +994,8 @@ export class RequestHandler {
   * #finish (execution: Execution, failure: unknown): Steps<void> {
     const { run } = execution
     if (this.#settled(execution)) return
+    // A later message's execution runs the task on another instance: it ends it, as one here would (#settled).
+    if (run.state !== undefined && (yield * this.#runsElsewhere(run))) return
     if (run.state === undefined) {
       // Before any task exists, an A2A error the executor throws is the call's answer.
       if (isA2AError(failure)) throw failure
@@ -1008,6 +1010,14 @@ export class RequestHandler {
       const reason = failure === undefined ? 'the agent stopped without a final state' : 'the agent failed'
       yield * this.#applyStatus(run, 'TASK_STATE_FAILED', this.#agentMessage(run, reason))
     }
+  }
+
+  /** Cluster: does another live instance hold the task's lease, so run an execution of it? */
+  * #runsElsewhere (run: TaskRun): Steps<boolean> {
+    const { cluster } = this.#options
+    if (cluster === undefined) return false
+    const owners: string[] = yield cluster.owners(keyOf(run))
+    return owners.some(owner => owner !== cluster.instanceId)
   }
 
   /** Ends the task in `state` (with `reason` as its status message), unless it is over: terminal, or interrupted when `unlessInterrupted`. */
