@@ -15,11 +15,12 @@ import { MemoryPushConfigStore, a2aWebSocket, type PushConfigStore, type PushDel
 import { eventually, result, startServer, stream, userMessage, type TestServer } from './helpers/server.js'
 import { startReceiver, type Answer } from './helpers/webhook.js'
 
-async function setup (t: Test, answer?: Answer, push: Record<string, unknown> = {}) {
+async function setup (t: Test, answer?: Answer, push: Record<string, unknown> = {}, pushConfigStore?: PushConfigStore) {
   const receiver = await startReceiver(answer)
   const reports: PushDeliveryReport[] = []
   const server: TestServer = await startServer({
-    push: { allow: ['127.0.0.1'], retryDelay: 1, onDelivery: report => reports.push(report), ...push }
+    push: { allow: ['127.0.0.1'], retryDelay: 1, onDelivery: report => reports.push(report), ...push },
+    ...(pushConfigStore === undefined ? {} : { pushConfigStore })
   })
   t.teardown(async () => {
     await server.close()
@@ -147,6 +148,39 @@ t.test('a receiver that fails twice then succeeds gets the same body three times
   t.same(bodies[1], bodies[2])
   t.same(bodies.slice(2).map(body => Object.keys(body)[0]), ['task', 'statusUpdate', 'artifactUpdate', 'statusUpdate'])
   t.same(reports.map(r => [r.outcome, r.attempts, r.status]), [['delivered', 3, 200], ['delivered', 1, 200], ['delivered', 1, 200], ['delivered', 1, 200]])
+})
+
+/** A memory config store whose `get` throws while `failing()` says so, as a database that drops a connection does. */
+function flakyConfigs (failing: () => boolean): PushConfigStore {
+  const memory = new MemoryPushConfigStore()
+  return {
+    isolatesTenants: true,
+    set: (config, scope) => memory.set(config, scope),
+    list: (taskId, page, scope) => memory.list(taskId, page, scope),
+    delete: (taskId, id, scope) => memory.delete(taskId, id, scope),
+    async get (taskId, id, scope) {
+      if (failing()) throw new Error('connection reset')
+      return await memory.get(taskId, id, scope)
+    }
+  }
+}
+
+t.test('a config store that fails a moment: the lookup is tried again after the backoff, and nothing is lost', async t => {
+  let failures = 2
+  const { receiver, url, sender, reports } = await setup(t, undefined, {}, flakyConfigs(() => failures-- > 0))
+  await result(url, 'SendMessage', { message: userMessage('hello'), configuration: { taskPushNotificationConfig: { url: `${receiver.origin}/hook` } } })
+  await sender.idle()
+  t.same(receiver.bodies('/hook').map(body => Object.keys(body)[0]), ['task', 'statusUpdate', 'artifactUpdate', 'statusUpdate'], 'every event, in order')
+  t.same(reports.map(r => [r.outcome, r.attempts, r.status]), [['delivered', 3, 200], ['delivered', 1, 200], ['delivered', 1, 200], ['delivered', 1, 200]],
+    'the first event after two failed lookups')
+})
+
+t.test('a config store that keeps failing: each event is given up after maxAttempts, reported as a store error', async t => {
+  const { receiver, url, sender, reports } = await setup(t, undefined, { maxAttempts: 2 }, flakyConfigs(() => true))
+  await result(url, 'SendMessage', { message: userMessage('hello'), configuration: { taskPushNotificationConfig: { url: `${receiver.origin}/hook` } } })
+  await sender.idle()
+  t.equal(receiver.received.length, 0)
+  t.same(reports.map(r => [r.outcome, r.attempts, r.reason]), Array.from({ length: 4 }, () => ['failed', 2, 'store error']))
 })
 
 t.test('408 and 429 are retried; another 4xx is not, and the queue moves on', async t => {

@@ -297,9 +297,9 @@ export class PushSender {
       try {
         await this.#deliver(delivery)
       } catch (error) {
-        // A store that failed (the configs, the outbox) ends this delivery, not the config's queue.
-        this.#logger.error({ err: error, taskId: delivery.ref.taskId, configId: delivery.configId }, 'push: delivery failed on a store error')
-        this.#report(delivery, { outcome: 'failed', attempts: 0, reason: 'store error' })
+        // What failed unforeseen ends this delivery, not the config's queue.
+        this.#logger.error({ err: error, taskId: delivery.ref.taskId, configId: delivery.configId }, 'push: delivery failed')
+        this.#report(delivery, { outcome: 'failed', attempts: 0, reason: 'error' })
       } finally {
         this.#forget(delivery)
         queue.shift()
@@ -315,13 +315,22 @@ export class PushSender {
     const signal = this.#closing.signal
     for (let attempts = 1; ; attempts++) {
       if (signal.aborted) return this.#closed(delivery, attempts - 1)
-      // Taken over by another instance (this one was taken for dead): that one delivers it.
-      if (delivery.outboxId !== undefined && !(await this.#outbox?.owns(delivery.outboxId))) {
-        delivery.kept = true
-        return
+      let config: TaskPushNotificationConfig | undefined
+      try {
+        // Taken over by another instance (this one was taken for dead): that one delivers it.
+        if (delivery.outboxId !== undefined && !(await this.#outbox?.owns(delivery.outboxId))) {
+          delivery.kept = true
+          return
+        }
+        // Read fresh each time: a deleted config gets nothing more; a replaced one its new URL.
+        config = await this.#store.get(ref.taskId, configId, ref.scope)
+      } catch (error) {
+        // A store that failed (the configs, the outbox) may answer the next time: an attempt that failed.
+        this.#logger.warn({ err: error, taskId: ref.taskId, configId, attempts }, 'push: delivery lookup failed on a store error')
+        if (attempts >= this.#options.maxAttempts) return this.#report(delivery, { outcome: 'failed', attempts, reason: 'store error' })
+        await this.#pause(attempts, signal)
+        continue
       }
-      // Read fresh each time: a deleted config gets nothing more; a replaced one its new URL.
-      const config = await this.#store.get(ref.taskId, configId, ref.scope)
       if (config === undefined) return
       const attempt = await this.#attempt(config, delivery.body)
       if (attempt.ok) return this.#report(delivery, { outcome: 'delivered', attempts, status: attempt.status })
@@ -331,10 +340,15 @@ export class PushSender {
         this.#logger.warn({ taskId: ref.taskId, configId, attempts, status: attempt.status, reason: attempt.reason }, `push delivery ${outcome}`)
         return this.#report(delivery, { outcome, attempts, status: attempt.status, reason: attempt.reason })
       }
-      try {
-        await sleep(this.#backoff(attempts), undefined, { signal })
-      } catch {}
+      await this.#pause(attempts, signal)
     }
+  }
+
+  /** The backoff after attempt number `attempts`; closing cuts it short. */
+  async #pause (attempts: number, signal: AbortSignal): Promise<void> {
+    try {
+      await sleep(this.#backoff(attempts), undefined, { signal })
+    } catch {}
   }
 
   /** Closing stops the delivery here; its outbox record stays for another instance. */
