@@ -8,6 +8,7 @@
 import pg from 'pg'
 import type { Artifact, Message, Task, TaskPushNotificationConfig, TaskState, TaskStatus } from '../schema/wire.js'
 import { TaskTerminalError } from '../errors/index.js'
+import { isTerminal } from '../handler/states.js'
 import { PostgresClusterStore } from '../cluster/postgres.js'
 import { decodeCursor, encodeCursor } from './memory.js'
 import { transaction } from './pg-transaction.js'
@@ -282,10 +283,11 @@ export class PostgresTaskStore implements TaskStore {
     }
   }
 
-  /** Nothing was written: undefined when the task does not exist, TaskTerminalError when it ended. */
+  /** Nothing was written: undefined when the task does not exist (or, created since, did not then), TaskTerminalError when it ended. */
   async #refused (id: string, scope: Scope): Promise<undefined> {
     const { rows } = await this.#pool.query<{ state: TaskState }>(`SELECT state FROM ${this.#S}.a2a_tasks WHERE tenant = $1 AND id = $2`, [scope.tenant, id])
-    if (rows[0] !== undefined) throw new TaskTerminalError(id, rows[0].state)
+    const state = rows[0]?.state
+    if (state !== undefined && isTerminal(state)) throw new TaskTerminalError(id, state)
     return undefined
   }
 
