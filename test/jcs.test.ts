@@ -101,6 +101,8 @@ t.test('undefined members are left out, as JSON.stringify leaves them out of wha
 
 t.test('values that are not JSON data throw a TypeError naming where they are', async t => {
   t.throws(() => canonicalize([1, undefined]), { name: 'TypeError', message: 'JCS: $[1] is undefined, not JSON data' })
+  // eslint-disable-next-line no-sparse-arrays
+  t.throws(() => canonicalize({ skills: [1, , 2] }), { name: 'TypeError', message: 'JCS: $.skills[1] is undefined, not JSON data' }, 'a hole is not skipped')
   t.throws(() => canonicalize(undefined), { name: 'TypeError', message: 'JCS: $ is undefined, not JSON data' })
   t.throws(() => canonicalize({ n: 1n }), { name: 'TypeError', message: 'JCS: $.n is bigint, not JSON data' })
   t.throws(() => canonicalize({ f: () => 1 }), { name: 'TypeError', message: 'JCS: $.f is function, not JSON data' })

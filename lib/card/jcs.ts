@@ -12,7 +12,7 @@ const LONE_SURROGATE = /\p{Cs}/u
  * `value` must be JSON data: plain objects, arrays, strings, finite numbers, booleans and
  * null. An object member whose value is `undefined` is left out, as JSON.stringify leaves
  * it out of what is served. Anything else (NaN, Infinity, a lone surrogate, undefined in an
- * array, a bigint, a Date or other class instance) throws a TypeError: RFC 8785 §3.2.2
+ * array or a hole in one, a bigint, a Date or other class instance) throws a TypeError: RFC 8785 §3.2.2
  * requires an error rather than a guess.
  */
 export function canonicalize (value: unknown): string {
@@ -26,7 +26,12 @@ function serialize (value: unknown, path: string): string {
     return JSON.stringify(value)
   }
   if (typeof value === 'string') return string(value, path)
-  if (Array.isArray(value)) return `[${value.map((item, index) => serialize(item, `${path}[${index}]`)).join(',')}]`
+  if (Array.isArray(value)) {
+    // Indexed rather than mapped: `map` skips a hole, which would leave `[1,,2]`.
+    const items: string[] = []
+    for (let index = 0; index < value.length; index++) items.push(serialize(value[index], `${path}[${index}]`))
+    return `[${items.join(',')}]`
+  }
   if (typeof value === 'object' && isPlainObject(value)) {
     const members: string[] = []
     // The default sort compares UTF-16 code units, which is the order RFC 8785 §3.2.3 asks for.
