@@ -190,6 +190,54 @@ t.test('signatures that break §8.4 or the allowed algorithms fail', async t => 
   ])
 })
 
+t.test('the presence rules of §8.4: a plain field holding its default is not signed', async t => {
+  // Every kind of default a plain field can hold, beside REQUIRED fields that are empty and
+  // `optional` fields set to their default, which stay.
+  const served = {
+    ...card,
+    description: '',
+    supportedInterfaces: [{ url: 'https://agent.example.com/a2a', protocolBinding: 'JSONRPC', protocolVersion: '1.0', tenant: '' }],
+    capabilities: { streaming: false, extensions: [{ uri: 'https://ext.example.com/x', description: '', required: false, params: {} }] },
+    securitySchemes: {
+      bearer: { httpAuthSecurityScheme: { scheme: 'Bearer', description: '', bearerFormat: '' } },
+      oauth: { oauth2SecurityScheme: { flows: { authorizationCode: { authorizationUrl: 'https://a', tokenUrl: 'https://t', refreshUrl: '', scopes: {}, pkceRequired: false } } } }
+    },
+    securityRequirements: [{ schemes: { bearer: { list: [] } } }, { schemes: {} }],
+    skills: [{ id: 'echo', name: 'Echo', description: 'Echoes', tags: ['echo'], examples: [], inputModes: [], outputModes: ['text/plain'], securityRequirements: [] }]
+  }
+  // The same card as a proto-based signer rebuilds it, written out by hand.
+  const rebuilt = {
+    ...card,
+    description: '',
+    supportedInterfaces: [{ url: 'https://agent.example.com/a2a', protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
+    capabilities: { streaming: false, extensions: [{ uri: 'https://ext.example.com/x', params: {} }] },
+    securitySchemes: {
+      bearer: { httpAuthSecurityScheme: { scheme: 'Bearer' } },
+      oauth: { oauth2SecurityScheme: { flows: { authorizationCode: { authorizationUrl: 'https://a', tokenUrl: 'https://t', scopes: {} } } } }
+    },
+    securityRequirements: [{ schemes: { bearer: {} } }, {}],
+    skills: [{ id: 'echo', name: 'Echo', description: 'Echoes', tags: ['echo'], outputModes: ['text/plain'] }]
+  }
+  const signed = await signAgentCard(served, { key: es256.privateKey, kid: 'es-1', alg: 'ES256' })
+  const [signature] = signed.signatures ?? []
+  const input = Buffer.from(`${signature?.protected}.${base64url.encode(canonicalize(rebuilt))}`)
+  const publicKey = createPublicKey({ key: await exportJWK(es256.publicKey) as any, format: 'jwk' })
+  t.ok(cryptoVerify('sha256', input, { key: publicKey, dsaEncoding: 'ieee-p1363' }, Buffer.from(base64url.decode(signature!.signature))),
+    'the signature covers the card with the defaults of plain fields left out')
+  t.strictSame(signed.securityRequirements, served.securityRequirements, 'the card itself keeps them')
+
+  // A card signed by a proto-based signer, served with its defaults written out, verifies.
+  const external = await new FlattenedSign(new TextEncoder().encode(canonicalize(rebuilt))).setProtectedHeader({ alg: 'ES256', kid: 'ext', typ: 'JOSE' }).sign(es256.privateKey)
+  const fromElsewhere = { ...served, signatures: [{ protected: external.protected as string, signature: external.signature }] }
+  t.equal((await verifyAgentCard(fromElsewhere, es256.publicKey)).length, 1)
+  // An `optional` field set to its default, a REQUIRED one left empty: what the card says.
+  for (const changed of [{ capabilities: { extensions: served.capabilities.extensions } }, { description: undefined }]) {
+    await failure(verifyAgentCard({ ...signed, ...changed }, es256.publicKey))
+  }
+  t.equal((await verifyAgentCard({ ...signed, securityRequirements: [{ schemes: { bearer: {} } }, {}] } as typeof signed, es256.publicKey)).length, 1,
+    'a default written out or left out verifies the same')
+})
+
 t.test('a card without signatures does not verify', async t => {
   for (const signatures of [undefined, []]) {
     const err = await failure(verifyAgentCard({ ...card, signatures }, es256.publicKey))

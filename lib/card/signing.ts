@@ -2,15 +2,14 @@
 // without `signatures`, with a detached payload, so a card can carry one signature per
 // key while keys rotate.
 //
-// What is signed is the card exactly as served minus `signatures`; the proto presence rule
-// of §8.4 is not applied on top. The plugin serves cards in ProtoJSON form (an optional
-// field never set is absent, one set is present even when false), so signing the object
-// served matches what a proto-based verifier rebuilds, as long as the card carries no empty
-// lists or defaults of non-optional fields, which such a verifier would drop.
+// What is signed is the card without `signatures`, with the proto presence rules of §8.4
+// applied (`withPresenceRules`): a plain field holding its default, such as the empty scope
+// list of a bearer requirement, is left out of the payload though the card serves it.
 import { base64url, decodeProtectedHeader, FlattenedSign, flattenedVerify, type CryptoKey, type FlattenedVerifyGetKey, type JWK, type JWSHeaderParameters, type KeyObject } from 'jose'
 import type { Static } from 'typebox'
 import type { AgentCardSignature as AgentCardSignatureSchema } from '../schema/wire.js'
 import { canonicalize } from './jcs.js'
+import { withPresenceRules } from './presence.js'
 
 export type AgentCardSignature = Static<typeof AgentCardSignatureSchema>
 
@@ -124,8 +123,8 @@ async function verifyOne (signature: unknown, payload: string, key: CardVerifica
   return result.protectedHeader as JWSHeaderParameters
 }
 
-/** The JWS payload: the card's RFC 8785 form without `signatures`. */
+/** The JWS payload: the RFC 8785 form of the card without `signatures`, under the presence rules. */
 function payloadOf (card: SignableCard): Uint8Array {
   const { signatures, ...unsigned } = card
-  return new TextEncoder().encode(canonicalize(unsigned))
+  return new TextEncoder().encode(canonicalize(withPresenceRules(unsigned)))
 }
