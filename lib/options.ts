@@ -16,7 +16,7 @@ import { DEFAULT_EXECUTOR_TIMEOUT } from './handler/request-handler.js'
 import { DEFAULT_MAX_JSON_DEPTH } from './json-guard.js'
 import { PUSH_DEFAULTS, type NormalizedPushOptions, type PushOptions } from './push/sender.js'
 import { WebhookGuard } from './push/ssrf.js'
-import { compile } from './schema/validate.js'
+import { compile, type Validator } from './schema/validate.js'
 import { AgentCardInput } from './schema/wire.js'
 import type { PushConfigStore, TaskStore } from './store/types.js'
 
@@ -211,7 +211,34 @@ export interface NormalizedOptions {
   signing?: CardSigningOptions
 }
 
-export const validateCard = compile(AgentCardInput)
+const compiledCard = compile(AgentCardInput)
+
+/** Card fields of v0.3 that v1.0 removed ("do not emit"), with what took their place. */
+const REMOVED_CARD_FIELDS: ReadonlyArray<[path: string, instead: string]> = [
+  ['url', 'supportedInterfaces[].url'],
+  ['preferredTransport', 'the order of supportedInterfaces'],
+  ['additionalInterfaces', 'supportedInterfaces'],
+  ['protocolVersion', 'supportedInterfaces[].protocolVersion'],
+  ['supportsAuthenticatedExtendedCard', 'capabilities.extendedAgentCard'],
+  ['supportsExtendedAgentCard', 'capabilities.extendedAgentCard'],
+  ['capabilities.stateTransitionHistory', 'nothing (v1.0 has no such capability)']
+]
+
+function fieldAt (value: unknown, path: string): unknown {
+  return path.split('.').reduce<unknown>((object, key) => (object as Record<string, unknown>)[key], value)
+}
+
+/** The card schema, and no field v1.0 removed: a card is served as given, so it would be emitted. */
+export const validateCard: Validator<AgentCardInput> = {
+  check (card) {
+    const checked = compiledCard.check(card)
+    if (!checked.ok) return checked
+    for (const [path, instead] of REMOVED_CARD_FIELDS) {
+      if (fieldAt(checked.value, path) !== undefined) return { ok: false, violations: [{ field: path, description: `was removed in A2A v1.0; use ${instead}` }] }
+    }
+    return checked
+  }
+}
 
 function checkCard (name: string, card: unknown): AgentCardInput {
   const checked = validateCard.check(card)

@@ -109,6 +109,45 @@ t.test('a bad card or option fails registration, naming it', async t => {
   await t.rejects(register({ allowMissingVersion: 'yes' }), { message: 'Invalid option allowMissingVersion: must be a boolean' })
 })
 
+t.test('a card field v1.0 removed fails registration instead of being served', async t => {
+  const register = async (card: object, option = 'card') => {
+    const fastify = Fastify()
+    await fastify.register(a2aWebSocket, { executor: conformanceAgent, card: conformanceCard, [option]: card } as any)
+    await fastify.ready()
+  }
+  const removed: Array<[object, string]> = [
+    [{ url: 'https://agent.example.com/a2a' }, 'url: was removed in A2A v1.0; use supportedInterfaces[].url'],
+    [{ preferredTransport: 'JSONRPC' }, 'preferredTransport: was removed in A2A v1.0; use the order of supportedInterfaces'],
+    [{ additionalInterfaces: [] }, 'additionalInterfaces: was removed in A2A v1.0; use supportedInterfaces'],
+    [{ protocolVersion: '0.3.0' }, 'protocolVersion: was removed in A2A v1.0; use supportedInterfaces[].protocolVersion'],
+    [{ supportsAuthenticatedExtendedCard: true }, 'supportsAuthenticatedExtendedCard: was removed in A2A v1.0; use capabilities.extendedAgentCard'],
+    [{ supportsExtendedAgentCard: false }, 'supportsExtendedAgentCard: was removed in A2A v1.0; use capabilities.extendedAgentCard'],
+    [{ capabilities: { ...conformanceCard.capabilities, stateTransitionHistory: false } }, 'capabilities.stateTransitionHistory: was removed in A2A v1.0; use nothing (v1.0 has no such capability)']
+  ]
+  for (const [fields, message] of removed) {
+    await t.rejects(register({ ...conformanceCard, ...fields }), { message: `Invalid option card.${message}` })
+    await t.rejects(register({ ...conformanceCard, ...fields }, 'extendedCard'), { message: `Invalid option extendedCard.${message}` })
+  }
+
+  // From a provider, the extended card is the agent's answer: InvalidAgentResponse, not a card with it.
+  const server = await startServer({ extendedCard: () => ({ ...conformanceCard, url: 'https://agent.example.com/a2a' }) })
+  t.teardown(() => server.close())
+  const { error } = await call(server.endpoint, 'GetExtendedAgentCard', {})
+  t.equal(error.code, -32006)
+  t.equal(error.message, 'Invalid agent response: extended card: url was removed in A2A v1.0; use supportedInterfaces[].url')
+})
+
+t.test('security requirements in ProtoJSON with their empty map or scope list left out are accepted', async t => {
+  const fastify = Fastify()
+  const securityRequirements = [{ schemes: { bearer: {} } }, {}, { schemes: { bearer: { list: [] } } }]
+  const card = { ...conformanceCard, securityRequirements, skills: [{ ...conformanceCard.skills[0]!, securityRequirements: [{}] }] }
+  await fastify.register(a2aWebSocket, { executor: conformanceAgent, card })
+  t.teardown(() => fastify.close())
+  const served = (await fastify.inject('/.well-known/agent-card.json')).json()
+  t.strictSame(served.securityRequirements, securityRequirements)
+  t.strictSame(served.skills[0].securityRequirements, [{}])
+})
+
 t.test('mounts beside the user\'s own routes', async t => {
   const fastify = Fastify()
   fastify.get('/health', async () => ({ ok: true }))

@@ -159,8 +159,9 @@ export const AgentCapabilities = Type.Object({
 })
 export type AgentCapabilities = Static<typeof AgentCapabilities>
 
+// Both plain proto fields: ProtoJSON may leave out an empty map or list (`{"bearer":{}}`).
 export const SecurityRequirement = Type.Object({
-  schemes: Type.Record(Type.String(), Type.Object({ list: StringList }))
+  schemes: Type.Optional(Type.Record(Type.String(), Type.Object({ list: Type.Optional(StringList) })))
 })
 export type SecurityRequirement = Static<typeof SecurityRequirement>
 
