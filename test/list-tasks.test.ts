@@ -68,6 +68,21 @@ t.test('statusTimestampAfter keeps tasks updated at or after the instant', async
   const pivot = all.tasks[2].status.timestamp
   const page = await result(url, 'ListTasks', { contextId, statusTimestampAfter: pivot })
   t.same(page.tasks.map((task: any) => task.id), all.tasks.slice(0, 3).map((task: any) => task.id))
+
+  // A microsecond after the pivot's millisecond: the pivot task, stamped at that millisecond, is before it.
+  const later = await result(url, 'ListTasks', { contextId, statusTimestampAfter: pivot.replace('Z', '001Z') })
+  const after = all.tasks.filter((task: any) => Date.parse(task.status.timestamp) > Date.parse(pivot))
+  t.same(later.tasks.map((task: any) => task.id), after.map((task: any) => task.id), 'a fraction below a millisecond is not dropped')
+})
+
+t.test('statusTimestampAfter that is no ProtoJSON Timestamp → -32602, not a filter dropped', async t => {
+  for (const timestamp of ['2999-12-31T23:59:60Z', '2024-01-01T00:00:00Z[Europe/Paris]', '0000-01-01T00:00:00Z', '2024-01-01T00:00:00.1234567891Z']) {
+    const { error } = await call(url, 'ListTasks', { statusTimestampAfter: timestamp })
+    t.equal(error.code, -32602, timestamp)
+    t.strictSame(error.data.find((detail: any) => detail['@type'].endsWith('BadRequest')).fieldViolations,
+      [{ field: 'statusTimestampAfter', description: 'must be a Timestamp of years 0001 to 9999, with no leap second and no suffix' }])
+  }
+  t.equal((await result(url, 'ListTasks', { statusTimestampAfter: '9999-12-31t23:59:59.999999999z' })).totalSize, 0, 'the latest Timestamp, in lower case')
 })
 
 t.test('historyLength applies to every listed task', async t => {

@@ -106,6 +106,8 @@ t.test('a bad value → 400 INVALID_ARGUMENT naming the parameter', async t => {
   t.same(await violations('/tasks?status=working'), [{ field: 'status', description: 'must be equal to one of the allowed values' }])
   t.same(await violations('/tasks?includeArtifacts=yes'), [{ field: 'includeArtifacts', description: 'must be boolean' }])
   t.same(await violations('/tasks?statusTimestampAfter=yesterday'), [{ field: 'statusTimestampAfter', description: 'must match format "date-time"' }])
+  t.same(await violations('/tasks?statusTimestampAfter=2016-12-31T23%3A59%3A60Z'),
+    [{ field: 'statusTimestampAfter', description: 'must be a Timestamp of years 0001 to 9999, with no leap second and no suffix' }])
   t.same(await violations('/tasks?historyLength=-1'), [{ field: 'historyLength', description: 'must be >= 0' }])
   t.same(await violations('/tasks/x?historyLength=many'), [{ field: 'historyLength', description: 'must be integer' }])
   t.same(await violations('/tasks/x/pushNotificationConfigs?pageSize=-1'), [{ field: 'pageSize', description: 'must be >= 0' }])

@@ -15,7 +15,7 @@ import type {
   ListTaskPushNotificationConfigsResponse, ListTasksRequest, ListTasksResponse, SendMessageRequest,
   SubscribeToTaskRequest
 } from '../schema/requests.js'
-import { LIST_ANY_STATE } from '../schema/requests.js'
+import { LIST_ANY_STATE, timestampAfterMillis } from '../schema/requests.js'
 import { compile } from '../schema/validate.js'
 import {
   Artifact as ArtifactSchema, Message as MessageSchema, TaskState as TaskStateSchema,
@@ -637,10 +637,14 @@ export class RequestHandler {
 
   async listTasks (params: ListTasksRequest, context: CallContext): Promise<ListTasksResponse> {
     const pageSize = params.pageSize ?? DEFAULT_PAGE_SIZE
+    const statusTimestampAfter = params.statusTimestampAfter === undefined ? undefined : timestampAfterMillis(params.statusTimestampAfter)
+    if (params.statusTimestampAfter !== undefined && statusTimestampAfter === undefined) {
+      throw invalidParams([{ field: 'statusTimestampAfter', description: 'must be a Timestamp of years 0001 to 9999, with no leap second and no suffix' }])
+    }
     const page = await this.#options.taskStore.list({
       contextId: params.contextId === '' ? undefined : params.contextId,
       status: params.status === LIST_ANY_STATE ? undefined : params.status,
-      statusTimestampAfter: params.statusTimestampAfter === undefined ? undefined : Date.parse(params.statusTimestampAfter),
+      statusTimestampAfter,
       pageSize,
       pageToken: params.pageToken
     }, this.#scope(context))

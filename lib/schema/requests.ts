@@ -88,3 +88,20 @@ export type ListTaskPushNotificationConfigsResponse = Static<typeof ListTaskPush
 
 export const GetExtendedAgentCardRequest = Type.Object({ tenant: Tenant })
 export type GetExtendedAgentCardRequest = Static<typeof GetExtendedAgentCardRequest>
+
+// What RFC 3339 (the format) allows and a ProtoJSON Timestamp does not: year 0000, a leap
+// second, more than nine digits of fraction, an RFC 9557 suffix.
+const TIMESTAMP = /^(?!0000)\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:[0-5]\d(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$/
+
+/**
+ * The first millisecond a `statusTimestampAfter` admits, or undefined for an RFC 3339 text
+ * that is no ProtoJSON Timestamp. Stored timestamps have millisecond precision and
+ * `Date.parse` drops digits past it, so a fraction below a millisecond moves the bound to the
+ * next one: `>=` then keeps only timestamps at or after the instant given.
+ */
+export function timestampAfterMillis (timestamp: string): number | undefined {
+  const form = TIMESTAMP.exec(timestamp)
+  if (form === null) return undefined
+  const millis = Date.parse(timestamp)
+  return /[1-9]/.test(form[1]?.slice(4) ?? '') ? millis + 1 : millis
+}
