@@ -84,17 +84,42 @@ t.test('maxConnections holds for upgrades that arrive together; a closed, refuse
   second.close()
 })
 
-t.test('idleTimeout: a silent peer is closed with 1001; one that answers pings stays', async t => {
+t.test('idleTimeout: a connection with no message and no request in progress is closed with 1001, answering pings or not', async t => {
   const server = await startServer({ websocket: { idleTimeout: 300 } })
   t.teardown(() => server.close())
   const answering = await connect(wsUrl(server.origin))
+  let pings = 0
+  answering.socket.on('ping', () => { pings++ })
   const { socket, rest } = await rawUpgrade(server.origin, [], '/?A2A-Version=1.0')
   await pingedThenClosedIdle(t, frameReader(socket, rest))
   socket.destroy()
-  await new Promise(resolve => setTimeout(resolve, 400))
-  t.equal(answering.socket.readyState, answering.socket.OPEN, 'the ws client answered the pings')
-  t.equal((await answering.request('GetTask', { id: 'x' })).error.code, -32001)
-  answering.close()
+  t.same(await answering.closed, { code: 1001, reason: 'idle timeout' })
+  t.ok(pings > 0, 'the ws client answered pings, which are no application messages')
+})
+
+t.test('idleTimeout: a request in progress keeps a peer that answers pings; one that stops answering is closed', async t => {
+  const server = await startServer({ websocket: { idleTimeout: 200 } })
+  t.teardown(() => server.close())
+  const holding = await connect(wsUrl(server.origin))
+  holding.send({ jsonrpc: '2.0', id: 'held', method: 'SendStreamingMessage', params: { message: userMessage('hold') } })
+  const { socket, rest } = await rawUpgrade(server.origin, [], '/?A2A-Version=1.0')
+  const reader = frameReader(socket, rest)
+  socket.write(clientFrame(JSON.stringify({ jsonrpc: '2.0', id: 'held', method: 'SendStreamingMessage', params: { message: userMessage('hold') } })))
+  t.equal((await reader.next(2000)).opcode, 0x1, 'the raw peer\'s stream began')
+  const opcodes: number[] = []
+  for (let frame = await reader.next(2000); ; frame = await reader.next(2000)) {
+    if (frame.opcode !== 0x1) opcodes.push(frame.opcode)
+    if (frame.opcode === 0x8) {
+      t.same([frame.payload.readUInt16BE(0), frame.payload.subarray(2).toString()], [1001, 'idle timeout'])
+      break
+    }
+  }
+  t.same(opcodes, [0x9, 0x8], 'pinged, then closed when no pong came')
+  socket.destroy()
+  await new Promise(resolve => setTimeout(resolve, 300))
+  t.equal(holding.socket.readyState, holding.socket.OPEN, 'a held stream, its pings answered, is no idleness')
+  t.equal((await holding.request('GetTask', { id: 'x' })).error.code, -32001)
+  holding.close()
 })
 
 t.test('fastify.close(): no new upgrades, calls in flight finish, then every connection gets 1001', async t => {

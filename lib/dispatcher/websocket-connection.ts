@@ -146,13 +146,15 @@ export function makeWebSocketServer (options: WebSocketServerOptions): WebSocket
   const maxJsonDepth = options.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH
   const serve = (dialect: Dialect, limits: DialectLimits): Served =>
     ({ dialect, limits, counter: limits.messageRate === undefined ? undefined : windowCounter(limits.messageRate) })
-  // Seed 000's idle timeout is a ping half-way through and a close at its end.
+  // Seed 000's idle timeout: no application message and no request in progress that long
+  // closes the connection, however it answers pings. A peer silent half that long is also
+  // pinged, so one holding a request that stops answering is closed at the timeout too.
   const seed = serve(seed000, {
     maxInFlight: options.maxInFlight,
     maxMessageSize: options.maxMessageSize,
     pingInterval: options.idleTimeout / 2,
     pongTimeout: options.idleTimeout - options.idleTimeout / 2,
-    idleTimeout: 0
+    idleTimeout: options.idleTimeout
   })
   const v1 = options.a2aV1 === undefined ? undefined : serve(a2aV1, options.a2aV1)
 
