@@ -19,6 +19,9 @@ export const conformanceCard: AgentCardInput = {
   }]
 }
 
+const COMMANDS = new Set(['hold', 'input', 'fail', 'reject', 'params', 'throw'])
+const COMMAND_WITH_ARGUMENT = /^(message) ([^]*)$|^(stream|sleep) (\d+)$/
+
 export const conformanceAgent: AgentExecutor = {
   async execute (context, events) {
     const text = context.message.parts.find(part => part.text !== undefined)?.text ?? ''
@@ -29,15 +32,16 @@ export const conformanceAgent: AgentExecutor = {
       return events.completed()
     }
 
-    // The command is the first word; its argument, the rest of the text.
-    const space = text.indexOf(' ')
-    const command = space === -1 ? text : text.slice(0, space)
-    const argument = space === -1 ? '' : text.slice(space + 1)
+    // A command is the whole text (`fail now` or `stream` alone is none, so it is echoed);
+    // `message`, `stream` and `sleep` take what follows one space: any text, a count, ms.
+    const withArgument = COMMAND_WITH_ARGUMENT.exec(text)
+    const command = withArgument === null ? (COMMANDS.has(text) ? text : 'echo') : withArgument[1] ?? withArgument[3]
+    const argument = withArgument === null ? '' : withArgument[2] ?? withArgument[4] ?? ''
     switch (command) {
       case 'message':
         return events.message(argument)
       case 'stream': {
-        const count = Number.parseInt(argument, 10) || 0
+        const count = Number(argument)
         await events.working()
         for (let i = 1; i <= count; i++) {
           await events.artifact({ artifactId: 'stream', parts: [{ text: `chunk ${i}` }] }, { append: i > 1, lastChunk: i === count })
@@ -50,7 +54,7 @@ export const conformanceAgent: AgentExecutor = {
         await new Promise(resolve => context.signal.addEventListener('abort', resolve, { once: true }))
         return
       case 'sleep': {
-        const ms = Number.parseInt(argument, 10) || 0
+        const ms = Number(argument)
         await events.working()
         try {
           await sleep(ms, undefined, { signal: context.signal })

@@ -34,6 +34,17 @@ t.test('params returns the service parameters the executor saw, reserved names i
   t.same(await agent.exit, { code: 0, signal: null })
 })
 
+t.test('run by `npm start`\'s shell, SIGTERM and SIGINT reach the agent, which drains and exits 0', async t => {
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    const agent = await startAgentProcess({}, { startScript: true })
+    t.teardown(() => { agent.child.kill('SIGKILL') })
+    t.equal((await result(agent.origin, 'SendMessage', { message: userMessage('hi') })).task.status.state, 'TASK_STATE_COMPLETED')
+    agent.child.kill(signal)
+    t.same(await agent.exit, { code: 0, signal: null }, `${signal}: the shell's process is the agent's`)
+    await t.rejects(fetch(agent.origin), { name: 'TypeError' }, `${signal}: nothing serves the port after the exit`)
+  }
+})
+
 t.test('an unsupported A2A_STORE fails at start', async t => {
   await t.rejects(startAgentProcess({ A2A_STORE: 'mongodb://nowhere' }), /exited/)
 })
@@ -54,7 +65,7 @@ t.test('the WebSocket knobs: allowed origins, required origin, connection cap', 
 })
 
 t.test('A2A_IDLE_TIMEOUT_MS closes a silent WebSocket with 1001', async t => {
-  const { rawUpgrade, frameReader } = await import('./helpers/ws.js')
+  const { connect, rawUpgrade, frameReader, wsUrl } = await import('./helpers/ws.js')
   const agent = await startAgentProcess({ A2A_IDLE_TIMEOUT_MS: '200' })
   t.teardown(() => { agent.child.kill('SIGKILL') })
   const { socket, rest } = await rawUpgrade(agent.origin, [], '/?A2A-Version=1.0')
@@ -63,6 +74,9 @@ t.test('A2A_IDLE_TIMEOUT_MS closes a silent WebSocket with 1001', async t => {
   const close = await reader.next()
   t.equal(close.payload.readUInt16BE(0), 1001)
   socket.destroy()
+  // A standard client answers the pings by itself; sending nothing, it is idle all the same.
+  const client = await connect(wsUrl(agent.origin))
+  t.same(await client.closed, { code: 1001, reason: 'idle timeout' })
 })
 
 t.test('A2A_AUTH_TOKEN: every call on every binding needs the bearer token; the card declares it; the extended card adds "secret"', async t => {

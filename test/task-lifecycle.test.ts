@@ -38,6 +38,19 @@ t.test('the history keeps every key of the user message, with the task\'s ids', 
   }
 })
 
+t.test('a command is the whole text (shared/sut-agent.md): any other text is echoed', async t => {
+  for (const text of ['fail now', 'reject me', 'input please', 'params please', 'hold on', 'throw it', 'message', 'stream', 'stream abc', 'stream -1', 'sleep', 'sleep 5ms', 'Fail', ' hold']) {
+    const { result: { task } } = await send(text)
+    t.equal(task.status.state, 'TASK_STATE_COMPLETED', text)
+    t.same(task.artifacts, [{ artifactId: 'echo', parts: [{ text }] }], text)
+  }
+  const { result: { message } } = await send('message two  spaces ')
+  t.same(message.parts, [{ text: 'two  spaces ' }], 'message takes everything after its space')
+  const { result: { task: streamed } } = await send('stream 2')
+  t.same(streamed.artifacts, [{ artifactId: 'stream', parts: [{ text: 'chunk 1' }, { text: 'chunk 2' }] }])
+  t.same((await send('sleep 1')).result.task.artifacts, [{ artifactId: 'slept', parts: [{ text: 'slept 1' }] }])
+})
+
 t.test('a client contextId starts a new task in that context', async t => {
   const { result: { task } } = await send('x', { contextId: 'my-context' })
   t.equal(task.contextId, 'my-context')

@@ -1,7 +1,8 @@
 // Runs the conformance agent as a child process, the way `npm start` does: the compiled
 // examples/conformance-agent.ts that test/helpers/build-agent.ts built before the tests.
-import { spawn, type ChildProcess } from 'node:child_process'
+import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process'
 import { once } from 'node:events'
+import { readFile } from 'node:fs/promises'
 import { AGENT_BUILD } from './build-agent.js'
 
 export interface AgentProcess {
@@ -11,11 +12,15 @@ export interface AgentProcess {
   exit: Promise<{ code: number | null, signal: NodeJS.Signals | null }>
 }
 
-export async function startAgentProcess (env: Record<string, string> = {}): Promise<AgentProcess> {
-  const child = spawn(process.execPath, [`${AGENT_BUILD}examples/conformance-agent.js`], {
-    env: { ...process.env, HOST: '127.0.0.1', PORT: '0', ...env },
-    stdio: ['ignore', 'pipe', 'pipe']
-  })
+/**
+ * With `startScript`, through package.json's `start` script run by `/bin/sh -c` as npm runs
+ * it (its `dist/` read as the tests' build), so signals reach the agent as they would there.
+ */
+export async function startAgentProcess (env: Record<string, string> = {}, { startScript = false } = {}): Promise<AgentProcess> {
+  const options: SpawnOptions = { env: { ...process.env, HOST: '127.0.0.1', PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] }
+  const child = startScript
+    ? spawn('/bin/sh', ['-c', (await packageStartScript()).replace('dist/', AGENT_BUILD)], options)
+    : spawn(process.execPath, [`${AGENT_BUILD}examples/conformance-agent.js`], options)
   let stdout = ''
   const exit = once(child, 'exit').then(([code, signal]) => ({ code: code as number | null, signal: signal as NodeJS.Signals | null }))
   const origin = await new Promise<string>((resolve, reject) => {
@@ -28,4 +33,9 @@ export async function startAgentProcess (env: Record<string, string> = {}): Prom
     exit.then(({ code }) => reject(new Error(`the agent exited (${code}) before listening: ${stdout}`)), () => {})
   })
   return { child, origin, stdout: () => stdout, exit }
+}
+
+async function packageStartScript (): Promise<string> {
+  const manifest = JSON.parse(await readFile(new URL('../../package.json', import.meta.url), 'utf8')) as { scripts: { start: string } }
+  return manifest.scripts.start
 }
