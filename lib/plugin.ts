@@ -155,22 +155,28 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
     rendered.set(options.publicUrl, card)
     await card
   }
-  await fastify.register(async (cardContext) => {
-    // The card is a simple GET: it needs the CORS headers, not a preflight route of its own.
-    if (cors !== undefined) await cardContext.register(fastifyCors, { ...corsDefaults(cors), preflight: false })
-    await cardContext.register(cardRoute, {
-      maxAge: options.cardMaxAge,
-      cardFor: (request: FastifyRequest) => {
-        const base = httpBaseOf(requestOrigin(request))
-        let card = rendered.get(base)
-        if (card === undefined) {
-          card = render(base)
-          if (rendered.size < CARD_CACHE_LIMIT) rendered.set(base, card)
-        }
-        return card
+  const cardRouteOptions = {
+    maxAge: options.cardMaxAge,
+    cardFor: (request: FastifyRequest) => {
+      const base = httpBaseOf(requestOrigin(request))
+      let card = rendered.get(base)
+      if (card === undefined) {
+        card = render(base)
+        if (rendered.size < CARD_CACHE_LIMIT) rendered.set(base, card)
       }
+      return card
+    }
+  }
+  // @fastify/cors always adds an `OPTIONS *` route to its context, so with no prefix the card,
+  // at the root as well, takes the CORS of the A2A routes' context (below) rather than a second.
+  const cardBesideA2ARoutes = cors !== undefined && prefix === ''
+  if (!cardBesideA2ARoutes) {
+    await fastify.register(async (cardContext) => {
+      // The card is a simple GET: it needs the CORS headers, not a preflight route of its own.
+      if (cors !== undefined) await cardContext.register(fastifyCors, { ...corsDefaults(cors), preflight: false })
+      await cardContext.register(cardRoute, cardRouteOptions)
     })
-  })
+  }
 
   const ws = options.websocket
   const wsServer = makeWebSocketServer({
@@ -209,6 +215,8 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
 
   await fastify.register(async (a2a) => {
     if (cors !== undefined) await a2a.register(fastifyCors, corsDefaults(cors, options.auth?.apiKey !== undefined && options.auth.apiKey.in !== 'query' ? options.auth.apiKey.name : undefined))
+    // In a context of its own, so that the dispatchers' hooks stay off it.
+    if (cardBesideA2ARoutes) await a2a.register(async (cardContext) => cardContext.register(cardRoute, cardRouteOptions))
     const http = { runner, bodyLimit: options.bodyLimit, maxJsonDepth: options.maxJsonDepth, coalesceReplies: options.coalesceReplies }
     await a2a.register(jsonRpcDispatcher, http)
     await a2a.register(restDispatcher, http)

@@ -31,3 +31,21 @@ t.test('off by default', async t => {
   const reply = await post(server.endpoint, { jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: 'x' } }, { 'a2a-version': '1.0', origin: 'https://app.example.com' })
   t.equal(reply.headers.get('access-control-allow-origin'), null)
 })
+
+t.test('with no prefix (the default) the routes, the card and the preflight share one CORS', async t => {
+  const server = await startServer({ cors: true })
+  t.teardown(() => server.close())
+  const origin = 'https://app.example.com'
+  for (const path of ['/', '/message:send', '/.well-known/agent-card.json']) {
+    const preflight = await fetch(server.origin + path, { method: 'OPTIONS', headers: { origin, 'access-control-request-method': 'POST' } })
+    t.equal(preflight.status, 204, path)
+    t.equal(preflight.headers.get('access-control-allow-origin'), origin, path)
+  }
+  const reply = await post(server.endpoint, { jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: 'x' } }, { 'a2a-version': '1.0', origin })
+  t.equal(reply.body.error.code, -32001)
+  t.equal(reply.headers.get('access-control-allow-origin'), origin)
+  const card = await fetch(`${server.origin}/.well-known/agent-card.json`, { headers: { origin } })
+  t.equal(card.status, 200)
+  t.equal(card.headers.get('access-control-allow-origin'), origin)
+  t.equal((await card.json()).supportedInterfaces[0].url, server.origin)
+})
