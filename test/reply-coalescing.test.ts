@@ -145,3 +145,23 @@ t.test('coalesceReplies must be a boolean', async t => {
     await fastify.ready()
   }, { code: 'A2A_ERR_INVALID_OPTION', message: 'Invalid option coalesceReplies: must be a boolean' })
 })
+
+t.test('an answer whose head Node refuses to write gets the binding\'s 500, and the server serves on', async t => {
+  const fastify = Fastify({ logger: false })
+  // A user's hook setting a header value Node refuses: the write fails in the check phase.
+  fastify.addHook('onSend', async (request, reply) => {
+    if (request.headers['x-break'] !== undefined) reply.header('x-broken', 'a\r\nb')
+  })
+  await fastify.register(a2aWebSocket, { executor: conformanceAgent, card: conformanceCard })
+  await fastify.listen({ host: '127.0.0.1', port: 0 })
+  t.teardown(() => fastify.close())
+  const address = fastify.server.address()
+  const origin = `http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}`
+  const rpcAnswer = await post(origin, rpc('GetTask', { id: 'x' }), { ...V1, 'x-break': '1' })
+  t.equal(rpcAnswer.status, 500)
+  t.same(rpcAnswer.body, { jsonrpc: '2.0', id: null, error: { code: -32603, message: 'Internal error' } })
+  const rest = await fetch(`${origin}/tasks/x`, { headers: { ...V1, 'x-break': '1' } })
+  t.equal(rest.status, 500)
+  t.same(await rest.json(), { error: { code: 500, status: 'INTERNAL', message: 'Internal error' } })
+  t.equal((await post(origin, rpc('GetTask', { id: 'x' }))).body.error.code, -32001, 'the next call is served')
+})

@@ -1,7 +1,7 @@
 // The JSON-RPC binding (spec §9): POST at the plugin's root path, one JSON-RPC request
 // per body, SSE for the two streaming methods.
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { InvalidAgentResponseError, errorHeaders, toA2AError, type A2AError } from '../errors/index.js'
+import { InternalError, InvalidAgentResponseError, errorHeaders, toA2AError, type A2AError } from '../errors/index.js'
 import { HttpCallContext, httpRequestedVersion, readBodiesAsText, sendHttpAnswer, type HttpDispatcherOptions } from './call.js'
 import { failure, failureObject, parseEnvelope, successOf, type JsonRpcId } from './rpc.js'
 import { coalesceReplies } from './coalesce.js'
@@ -32,7 +32,7 @@ export async function jsonRpcDispatcher (fastify: FastifyInstance, options: Http
   fastify.setErrorHandler((error, request, reply) => {
     sendError(request, reply, null, toA2AError(error, options.bodyLimit))
   })
-  if (options.coalesceReplies) coalesceReplies(fastify)
+  if (options.coalesceReplies) coalesceReplies(fastify, failure(null, new InternalError()))
 
   /** Answers one request; resolves to nothing (sendHttpAnswer). */
   const serve = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {

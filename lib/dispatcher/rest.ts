@@ -4,7 +4,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { TObject } from 'typebox'
 import {
-  InvalidAgentResponseError, MethodNotFoundError, UnsupportedMediaTypeError, errorHeaders, invalidParams,
+  InternalError, InvalidAgentResponseError, MethodNotFoundError, UnsupportedMediaTypeError, errorHeaders, invalidParams,
   toA2AError, toRestError, type A2AError
 } from '../errors/index.js'
 import { merged } from '../copy.js'
@@ -118,7 +118,7 @@ export async function restDispatcher (fastify: FastifyInstance, options: HttpDis
   readBodiesAsText(fastify, options.bodyLimit)
 
   fastify.setErrorHandler((error, request, reply) => sendError(request, reply, toA2AError(error, options.bodyLimit)))
-  if (options.coalesceReplies) coalesceReplies(fastify)
+  if (options.coalesceReplies) coalesceReplies(fastify, JSON.stringify(toRestError(new InternalError())))
 
   /** Answers one request; resolves to nothing (sendHttpAnswer). */
   const call = async (spec: MethodSpec, decode: QueryDecoder | undefined, request: FastifyRequest, reply: FastifyReply): Promise<void> => {
