@@ -85,7 +85,8 @@ export function authentication (options: AuthOptions): Authentication {
   const jwks: JWTVerifyGetKey | CryptoKey | KeyObject | Uint8Array | undefined =
     jwt?.jwksUrl !== undefined ? createRemoteJWKSet(new URL(jwt.jwksUrl)) : jwt?.key
   const usesBearer = options.bearer !== undefined || jwt !== undefined
-  const missing = usesBearer ? challenge : `ApiKey realm="${realm}", ${options.apiKey?.in ?? 'header'}="${options.apiKey?.name}"`
+  const apiKeyChallenge = `ApiKey realm="${realm}", ${options.apiKey?.in ?? 'header'}="${options.apiKey?.name}"`
+  const missing = usesBearer ? challenge : apiKeyChallenge
 
   const unauthenticated = (error?: string): A2AError =>
     new UnauthenticatedError().with({ metadata: { 'www-authenticate': error === undefined ? missing : `${challenge}, error="${error}"` } })
@@ -138,7 +139,10 @@ export function authentication (options: AuthOptions): Authentication {
     if (bearer === undefined && key === undefined) throw unauthenticated()
     const identity = (bearer === undefined ? undefined : await fromBearer(bearer, context)) ??
       (key === undefined ? undefined : await fromApiKey(key, context))
-    if (identity === undefined) throw unauthenticated('invalid_token')
+    if (identity === undefined) {
+      // RFC 6750's error="invalid_token" belongs to a Bearer token; a refused API key is challenged for one.
+      throw bearer === undefined ? new UnauthenticatedError().with({ metadata: { 'www-authenticate': apiKeyChallenge } }) : unauthenticated('invalid_token')
+    }
     return identity
   }
 
