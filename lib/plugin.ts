@@ -18,6 +18,7 @@ import {
 import { A2A_V1_BINDING, makeWebSocketServer } from './dispatcher/websocket-connection.js'
 import fastifyWebsocket from '@fastify/websocket'
 import fastifyCors, { type FastifyCorsOptions } from '@fastify/cors'
+import { redactingRequestSerializer } from './interceptors/redact.js'
 import { authentication } from './interceptors/auth.js'
 import { rateLimit } from './interceptors/rate-limit.js'
 import { tenancy } from './interceptors/tenancy.js'
@@ -170,6 +171,8 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
   // @fastify/cors always adds an `OPTIONS *` route to its context, so with no prefix the card,
   // at the root as well, takes the CORS of the A2A routes' context (below) rather than a second.
   const cardBesideA2ARoutes = cors !== undefined && prefix === ''
+  // Fastify logs a request's URL before any hook: an API key in the query string is kept out.
+  const apiKeyInQuery = options.auth?.apiKey?.in === 'query' ? options.auth.apiKey.name : undefined
   if (!cardBesideA2ARoutes) {
     await fastify.register(async (cardContext) => {
       // The card is a simple GET: it needs the CORS headers, not a preflight route of its own.
@@ -252,7 +255,7 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
         authenticate: auth?.upgrade
       })
     })
-  }, { prefix })
+  }, { prefix, logSerializers: apiKeyInQuery === undefined ? undefined : { req: redactingRequestSerializer(fastify.log, apiKeyInQuery) } })
 }
 
 /** CORS for the A2A routes: the A2A service parameters may be sent, and the headers a client reads are exposed. */

@@ -1,0 +1,68 @@
+// No secret in the log: Fastify logs every request's URL before any hook runs, so an API key
+// sent in the query string (auth.apiKey.in: 'query') is logged by the A2A routes redacted,
+// through the instance's own `req` serializer; the user's routes log as they did.
+import { Writable } from 'node:stream'
+import Fastify from 'fastify'
+import t from 'tap'
+import { a2aWebSocket } from '../lib/index.js'
+import { withoutParameter } from '../lib/interceptors/redact.js'
+import { conformanceAgent, conformanceCard } from '../examples/agent.js'
+import { post, V1 } from './helpers/server.js'
+import { connect } from './helpers/ws.js'
+
+const SECRET = 'key-that-must-not-be-logged'
+
+t.test('an API key in the query string is not written to the log, on any binding', async t => {
+  const lines: string[] = []
+  const stream = new Writable({ write (chunk, _encoding, done) { lines.push(...chunk.toString().split('\n').filter(Boolean)); done() } })
+  const fastify = Fastify({
+    logger: { level: 'trace', stream, serializers: { req: (request) => ({ url: request.url, own: 'the user\'s serializer' }) } }
+  })
+  fastify.get('/mine', async () => ({ ok: true }))
+  await fastify.register(a2aWebSocket, {
+    executor: conformanceAgent, card: conformanceCard, prefix: '/a2a',
+    auth: { apiKey: { name: 'api_key', in: 'query', keys: [SECRET] } }
+  })
+  await fastify.listen({ host: '127.0.0.1', port: 0 })
+  t.teardown(() => fastify.close())
+  const address = fastify.server.address()
+  const origin = `http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}`
+
+  t.equal((await post(`${origin}/a2a?api_key=${SECRET}`, { jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: 'x' } })).body.error.code, -32001)
+  t.equal((await fetch(`${origin}/a2a/tasks/x?A2A-Version=1.0&api%5Fkey=${SECRET}`)).status, 404, 'a key name sent encoded')
+  t.equal((await post(`${origin}/a2a?api_key=wrong-${SECRET}`, { jsonrpc: '2.0', id: 2, method: 'GetTask', params: { id: 'x' } })).status, 401)
+  const socket = await connect(`ws://127.0.0.1:${origin.split(':')[2]}/a2a/?A2A-Version=1.0&api_key=${SECRET}`)
+  t.equal((await socket.request('GetTask', { id: 'x' })).error.code, -32001)
+  socket.close()
+  t.same(await (await fetch(`${origin}/mine?api_key=mine`, { headers: V1 })).json(), { ok: true })
+
+  t.same(lines.filter(line => line.includes(SECRET)), [], 'no line holds the key')
+  const requests = lines.map(line => JSON.parse(line)).filter(entry => entry.msg === 'incoming request').map(entry => entry.req)
+  t.same(requests, [
+    { url: '/a2a?api_key=REDACTED', own: 'the user\'s serializer' },
+    { url: '/a2a/tasks/x?A2A-Version=1.0&api%5Fkey=REDACTED', own: 'the user\'s serializer' },
+    { url: '/a2a?api_key=REDACTED', own: 'the user\'s serializer' },
+    { url: '/a2a/?A2A-Version=1.0&api_key=REDACTED', own: 'the user\'s serializer' },
+    { url: '/mine?api_key=mine', own: 'the user\'s serializer' }
+  ])
+})
+
+t.test('with Fastify\'s own serializer the request is logged as it logs it, the key redacted', async t => {
+  const lines: string[] = []
+  const stream = new Writable({ write (chunk, _encoding, done) { lines.push(chunk.toString()); done() } })
+  const fastify = Fastify({ logger: { stream } })
+  await fastify.register(a2aWebSocket, { executor: conformanceAgent, card: conformanceCard, auth: { apiKey: { name: 'api_key', in: 'query', keys: [SECRET] } } })
+  t.teardown(() => fastify.close())
+  t.equal((await fastify.inject({ url: `/tasks/x?api_key=${SECRET}`, headers: V1 })).statusCode, 404)
+  const [request] = lines.map(line => JSON.parse(line)).filter(entry => entry.msg === 'incoming request').map(entry => entry.req)
+  t.same(request, { method: 'GET', url: '/tasks/x?api_key=REDACTED', host: 'localhost:80', remoteAddress: '127.0.0.1' })
+  t.same(lines.filter(line => line.includes(SECRET)), [])
+})
+
+t.test('withoutParameter replaces every value of the parameter, compared decoded, and nothing else', async t => {
+  t.equal(withoutParameter('/a?k=1&x=%20&k=2&kk=3', 'k'), '/a?k=REDACTED&x=%20&k=REDACTED&kk=3')
+  t.equal(withoutParameter('/a?k', 'k'), '/a?k=REDACTED')
+  t.equal(withoutParameter('/a?%6B=1&bad=%E0', 'k'), '/a?%6B=REDACTED&bad=%E0')
+  t.equal(withoutParameter('/a?x=1', 'k'), '/a?x=1')
+  t.equal(withoutParameter('/a', 'k'), '/a')
+})
