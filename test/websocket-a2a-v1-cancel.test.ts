@@ -72,3 +72,23 @@ t.test('a cancelStream for an unknown id, or for a stream that has ended, is ign
   t.equal((await client.nextFor('u')).result.task.status.state, 'TASK_STATE_COMPLETED', 'a unary call is no stream to cancel')
   t.equal(client.socket.readyState, client.socket.OPEN)
 })
+
+t.test('an id in use by a request in progress is refused for another; free again once that request ends', async t => {
+  const client = await connectV1(v1Url(server.origin))
+  t.teardown(() => client.close())
+  client.call('d', 'SendStreamingMessage', { message: userMessage('hold') })
+  const task = (await client.nextFor('d')).result.task
+  t.equal((await client.nextFor('d')).result.statusUpdate.status.state, 'TASK_STATE_WORKING')
+  for (const method of ['SendStreamingMessage', 'GetTask']) {
+    client.call('d', method, method === 'GetTask' ? { id: task.id } : { message: userMessage('stream 1') })
+    t.same(await client.nextFor('d'), {
+      jsonrpc: '2.0', id: 'd', error: { code: -32600, message: 'Request payload validation error: id "d" is already used by a request in progress' }
+    }, method)
+  }
+  t.equal((await client.request(7, 'GetTask', { id: task.id })).result.id, task.id, 'the number 7 is another id than "d"')
+  client.send(cancelStream('d'))
+  t.same(await client.nextFor('d'), { jsonrpc: '2.0', id: 'd', streamEnd: true }, 'one stream, one streamEnd')
+  t.same(await client.quiet(100), [])
+  t.equal((await client.request('d', 'GetTask', { id: task.id })).result.status.state, 'TASK_STATE_WORKING', 'the id is free again')
+  t.equal((await client.request('c', 'CancelTask', { id: task.id })).result.status.state, 'TASK_STATE_CANCELED')
+})

@@ -7,7 +7,7 @@
 import { newId } from '../ids.js'
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { FastifyRequest } from 'fastify'
-import { MessageRateLimitedError, StreamLaggedError, UnavailableError, retryInfo, toA2AError, type A2AError } from '../errors/index.js'
+import { InvalidRequestError, MessageRateLimitedError, StreamLaggedError, UnavailableError, retryInfo, toA2AError, type A2AError } from '../errors/index.js'
 import { merged } from '../copy.js'
 import type { CallContext } from '../handler/executor.js'
 import { windowCounter, type RateLimitStore, type WindowCounter } from '../interceptors/rate-limit.js'
@@ -110,6 +110,8 @@ interface OpenConnection {
   inFlight: number
   /** Streams in progress, so that a cancel or a dropped connection releases their subscriptions. */
   streams: Set<OpenStream>
+  /** a2a.v1: the ids of requests in progress, each one request's until it ends (cancelStream names one). */
+  ids?: Set<JsonRpcId>
   /** The rate check of the last message: messages are acted on in the order they came. */
   admitted: Promise<void>
   heartbeat?: NodeJS.Timeout
@@ -229,6 +231,7 @@ export function makeWebSocketServer (options: WebSocketServerOptions): WebSocket
     } finally {
       connection.inFlight--
       if (stream !== undefined) connection.streams.delete(stream)
+      if (!notification) connection.ids?.delete(id)
       if (connection.inFlight === 0) armIdle(connection)
     }
   }
@@ -281,6 +284,14 @@ export function makeWebSocketServer (options: WebSocketServerOptions): WebSocket
     if (connection.inFlight >= limits.maxInFlight) {
       refuse(connection, notification ? null : request.id ?? null, dialect.busy(limits.maxInFlight))
       return
+    }
+    if (!notification && connection.ids !== undefined) {
+      const id = request.id ?? null
+      if (connection.ids.has(id)) {
+        refuse(connection, id, new InvalidRequestError(`id ${JSON.stringify(id)} is already used by a request in progress`))
+        return
+      }
+      connection.ids.add(id)
     }
     // A stream is known from its request on, so that a cancel arriving before it starts finds it.
     const stream: OpenStream | undefined = request.method.kind === 'stream' ? { id: request.id ?? null, cancelled: false } : undefined
@@ -359,7 +370,9 @@ export function makeWebSocketServer (options: WebSocketServerOptions): WebSocket
 
     opened (socket, info) {
       const served = info.protocol === A2A_V1_SUBPROTOCOL && v1 !== undefined ? v1 : seed
-      const connection: OpenConnection = { socket, info, served, key: newId(), inFlight: 0, streams: new Set(), admitted: Promise.resolve(), corked: false }
+      const connection: OpenConnection = {
+        socket, info, served, key: newId(), inFlight: 0, streams: new Set(), ids: served.dialect.controlsStreams ? new Set() : undefined, admitted: Promise.resolve(), corked: false
+      }
       open.add(connection)
       armHeartbeat(connection)
       armIdle(connection)
