@@ -69,6 +69,25 @@ t.test('refuseAtUpgrade: false lets the upgrade through; the first call is refus
   t.equal((await client.closed).code, 4001)
 })
 
+t.test('a call\'s own credential refused: its error frame alone; the connection and its streams go on', async t => {
+  const client = await connectV1(v1Url(server.origin), { headers: { authorization: 'Bearer token-1' } })
+  t.teardown(() => client.close())
+  client.call('held', 'SendStreamingMessage', { message: userMessage('hold') })
+  const task = (await client.nextFor('held')).result.task
+  t.same(await client.request('stale', 'GetTask', { id: 'x' }, { 'a2a-version': '1.0', authorization: 'Bearer stale' }), {
+    jsonrpc: '2.0',
+    id: 'stale',
+    error: { code: -32600, message: 'authentication required', data: [errorInfo('UNAUTHENTICATED', `${challenge}, error="invalid_token"`)] }
+  })
+  t.equal((await client.request('c', 'CancelTask', { id: task.id })).result.status.state, 'TASK_STATE_CANCELED', 'the upgrade\'s credential still serves')
+  const rest = []
+  for (let frame = await client.nextFor('held'); ; frame = await client.nextFor('held')) {
+    rest.push(frame)
+    if (frame.streamEnd === true) break
+  }
+  t.equal(rest.at(-2).result.statusUpdate.status.state, 'TASK_STATE_CANCELED', 'the held stream went on to its end')
+})
+
 t.test('a credential in a request\'s serviceParams applies to that call', async t => {
   const client = await connectV1(v1Url(server.origin), { headers: { authorization: 'Bearer token-1' } })
   t.teardown(() => client.close())

@@ -112,7 +112,7 @@ t.test('4000: a message that is JSON but no a2a.v1 frame gets a -32600 frame, th
   }
 })
 
-t.test('4002: an unsupported version gets its error frame, then the connection closes', async t => {
+t.test('4002: the connection\'s unsupported version gets its error frame, then the close; a call\'s own only the frame', async t => {
   const client = await connectV1(v1Url(server.origin))
   t.same(await client.request('old', 'GetTask', { id: 'x' }, { 'a2a-version': '0.3' }), {
     jsonrpc: '2.0',
@@ -123,7 +123,11 @@ t.test('4002: an unsupported version gets its error frame, then the connection c
       data: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'VERSION_NOT_SUPPORTED', domain: 'a2a-protocol.org', metadata: { requestedVersion: '0.3', supportedVersions: '1.0' } }]
     }
   })
-  t.same(await client.closed, { code: 4002, reason: 'version not supported' })
+  t.equal((await client.request('now', 'GetTask', { id: 'x' })).error.code, -32001, 'the call\'s own version refused, the connection serves on')
+  client.close()
+  const upgraded = await connectV1(v1Url(server.origin), { headers: { 'A2A-Version': '0.3' } })
+  t.equal((await upgraded.request('old', 'GetTask', { id: 'x' }, {})).error.code, -32009)
+  t.same(await upgraded.closed, { code: 4002, reason: 'version not supported' }, 'the connection\'s version refused: it closes')
   const none = await connectV1(v1Url(server.origin))
   t.equal((await none.request('none', 'GetTask', { id: 'x' }, {})).error.message, 'A2A version 0.3 (no A2A-Version was sent) is not supported; supported versions: 1.0', 'no version anywhere is 0.3')
   t.equal((await none.closed).code, 4002)

@@ -224,7 +224,7 @@ export function makeWebSocketServer (options: WebSocketServerOptions): WebSocket
         const a2aError = toA2AError(error)
         // A cancelled stream's end frame is its last: what fails after it is only logged.
         if (notification || stream?.cancelled === true) options.onError(a2aError)
-        else refuse(connection, id, a2aError, dialect.closeAfter(a2aError))
+        else refuse(connection, id, a2aError, dialect.closeAfter(a2aError, serviceParams))
       }
     } catch (error) {
       internalFailure(connection, error)

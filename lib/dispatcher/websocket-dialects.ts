@@ -68,8 +68,11 @@ export interface Dialect {
   end (id: JsonRpcId): string
   /** The refusal of a request past the connection's in-flight limit. */
   busy (limit: number): A2AError
-  /** The close that follows the error frame of a call; undefined: the connection stays open. */
-  closeAfter (error: A2AError): Close | undefined
+  /**
+   * The close that follows the error frame of a call whose own service parameters (a2a.v1)
+   * were `own`; undefined: the connection stays open.
+   */
+  closeAfter (error: A2AError, own: Readonly<ServiceParams> | undefined): Close | undefined
 }
 
 const refused = (id: JsonRpcId, error: A2AError, close?: Close): Incoming => ({ kind: 'refused', id, error, notification: false, close })
@@ -138,5 +141,13 @@ export const a2aV1: Dialect = {
   binary: () => ({ kind: 'close', close: { code: CloseCode.UnsupportedData, reason: 'binary frames are not supported' } }),
   end: (id) => `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"streamEnd":true}`,
   busy: () => new TooManyStreamsError().with({ details: [retryInfo(RETRY_AFTER_MS)] }),
-  closeAfter: (error) => CLOSES.get(error.row)
+  closeAfter: (error, own) => {
+    const close = CLOSES.get(error.row)
+    if (close === undefined || own === undefined) return close
+    // A refusal of what the call gave for itself is that call's: its version, or (any other
+    // parameter it set may be what was refused) its credential. The connection's calls go on.
+    const ownVersion = Object.hasOwn(own, 'a2a-version')
+    const ownOther = Object.keys(own).some(name => name !== 'a2a-version' && name !== 'a2a-extensions')
+    return (error.row === errorTable.VersionNotSupported ? ownVersion : ownOther) ? undefined : close
+  }
 }
