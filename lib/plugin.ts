@@ -78,9 +78,10 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
   // The built-in chain: who the caller is, whether it is within its budget, which tenant;
   // then the user's interceptors. One list serves every binding; addInterceptor appends.
   const auth = options.auth === undefined ? undefined : authentication(options.auth)
+  const limit = options.rateLimit === undefined ? undefined : rateLimit(options.rateLimit)
   const chain: A2AInterceptor[] = [
-    ...(auth === undefined ? [] : [auth.interceptor]),
-    ...(options.rateLimit === undefined ? [] : [rateLimit(options.rateLimit)]),
+    ...(auth === undefined ? [] : [limit === undefined ? auth.interceptor : limit.counting(auth.interceptor)]),
+    ...(limit === undefined ? [] : [limit]),
     ...(options.tenancy === undefined ? [] : [tenancy(options.tenancy)]),
     ...options.interceptors
   ]

@@ -104,3 +104,20 @@ t.test('upgrades have a budget of their own per IP: past it a WebSocket is refus
   t.match(refused.headers['retry-after'], /^\d+$/)
   t.same(refused.body.error.status, 'RESOURCE_EXHAUSTED')
 })
+
+t.test('a call auth refuses is spent from the budget of the caller as known without a credential: guessing stops at 429', async t => {
+  const { refusedUpgrade } = await import('./helpers/ws.js')
+  const server = await startServer({ auth: { bearer: { tokens: ['right'] }, refuseAtUpgrade: true }, rateLimit: { max: 3, timeWindow: 60_000 } })
+  t.teardown(() => server.close())
+  const guess = (n: number) => post(server.endpoint, rpc(n), { ...V1, authorization: `Bearer guess-${n}` })
+  t.same([(await guess(1)).status, (await guess(2)).status, (await rest(server.endpoint, 'GET', '/tasks/x', { headers: { ...V1, authorization: 'Bearer guess-3' } })).status], [401, 401, 401])
+  const refused = await guess(4)
+  t.equal(refused.status, 429, 'one budget across bindings, for the IP')
+  t.same(refused.body.error.data, [{ '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: refused.body.error.data[0].retryDelay }])
+  t.match(refused.headers.get('retry-after'), /^\d+$/)
+  t.equal((await post(server.endpoint, rpc(5), { ...V1, authorization: 'Bearer right' })).status, 200, 'the right credential has its identity\'s own budget')
+
+  const upgrades = []
+  for (let n = 0; n < 4; n++) upgrades.push((await refusedUpgrade(wsUrl(server.origin), { headers: { authorization: `Bearer guess-${n}` } })).status)
+  t.same(upgrades, [401, 401, 401, 429], 'upgrades refused by auth are spent from the IP\'s budget of upgrades')
+})

@@ -7,7 +7,7 @@ import LocalStore from '@fastify/rate-limit/store/LocalStore.js'
 import RedisStore from '@fastify/rate-limit/store/RedisStore.js'
 import { RateLimitedError, retryInfo } from '../errors/index.js'
 import type { CallContext } from '../handler/executor.js'
-import type { A2AInterceptor } from './types.js'
+import type { A2AInterceptor, InterceptedCall } from './types.js'
 
 /** @fastify/rate-limit's store interface. */
 export interface RateLimitStore {
@@ -64,7 +64,12 @@ export function windowCounter (options: Pick<RateLimitOptions, 'max' | 'timeWind
   }
 }
 
-export function rateLimit (options: RateLimitOptions): A2AInterceptor {
+export interface RateLimit extends A2AInterceptor {
+  /** `authenticate` (the auth interceptor) with each call it refuses spent from the caller's budget. */
+  counting (authenticate: A2AInterceptor): A2AInterceptor
+}
+
+export function rateLimit (options: RateLimitOptions): RateLimit {
   const counter = windowCounter(options)
   const keyOf = options.keyGenerator ?? callerKey
 
@@ -72,10 +77,34 @@ export function rateLimit (options: RateLimitOptions): A2AInterceptor {
     const { current, ttl } = await counter.count(key)
     if (current > counter.max) throw new RateLimitedError(counter.max, counter.timeWindow).with({ details: [retryInfo(ttl)] })
   }
+  const before = (context: CallContext, call: InterceptedCall) => spend(keyOf(context, call.request))
+  const onUpgrade = (request: FastifyRequest) => spend(`upgrade:${request.ip}`)
   return {
-    before: (context, call) => spend(keyOf(context, call.request)),
+    before,
     // Connections are limited too: each upgrade spends from the client IP's own budget of
     // upgrades (the same max per window), apart from its calls.
-    onUpgrade: (request) => spend(`upgrade:${request.ip}`)
+    onUpgrade,
+    // Auth runs first, so that a caller's budget is its identity's; a call it refuses (a guessed
+    // credential) is spent from the budget of the caller as known without one (its IP), and
+    // past the budget is answered 429, so that credentials cannot be tried without end.
+    counting: (authenticate) => ({
+      ...authenticate,
+      before: async (context, call) => {
+        try {
+          await authenticate.before?.(context, call)
+        } catch (refusal) {
+          await before(context, call)
+          throw refusal
+        }
+      },
+      onUpgrade: async (request, serviceParams) => {
+        try {
+          await authenticate.onUpgrade?.(request, serviceParams)
+        } catch (refusal) {
+          await onUpgrade(request)
+          throw refusal
+        }
+      }
+    })
   }
 }
