@@ -222,6 +222,31 @@ t.test('a later message whose executor returns at once leaves the task to the ex
   t.equal(overlapping.fastify.a2a.handler.activeTasks, 0)
 })
 
+t.test('a later message whose turn ends the task aborts the signal of the execution still running it', async t => {
+  for (const withMessage of [false, true]) {
+    const aborted: string[] = []
+    const overlapping = await startServer({
+      executor: {
+        async execute (context, events) {
+          const text = context.message.parts[0]?.text ?? ''
+          context.signal.addEventListener('abort', () => aborted.push(text))
+          if (context.task !== undefined) return withMessage ? events.completed('done') : events.completed()
+          await events.working()
+          await new Promise(resolve => context.signal.addEventListener('abort', resolve, { once: true }))
+        }
+      }
+    })
+    t.teardown(() => overlapping.close())
+    const { result: { task } } = await call(overlapping.endpoint, 'SendMessage', { message: userMessage('first'), configuration: { returnImmediately: true } })
+    await eventually(async () => (await result(overlapping.endpoint, 'GetTask', { id: task.id })).status.state === 'TASK_STATE_WORKING')
+    const second = await result(overlapping.endpoint, 'SendMessage', { message: userMessage('second', { taskId: task.id }) })
+    t.equal(second.task.status.state, 'TASK_STATE_COMPLETED')
+    await eventually(() => overlapping.fastify.a2a.handler.activeTasks === 0)
+    t.same(aborted, ['first'], `the ending execution's own signal is left alone (a status ${withMessage ? 'with' : 'without'} a message)`)
+    t.equal((await result(overlapping.endpoint, 'GetTask', { id: task.id })).status.state, 'TASK_STATE_COMPLETED', 'and the task stays as it ended')
+  }
+})
+
 t.test('a message to a task that the store fails to record leaves nothing running behind', async t => {
   const taskStore = new MemoryTaskStore()
   const failing = await startServer({ taskStore })

@@ -1050,7 +1050,7 @@ export class RequestHandler {
       if (this.#ignoredAfterEnd(run, 'status')) return
       const checked = validateState.check(state)
       if (!checked.ok) throw new InvalidAgentResponseError(`state ${JSON.stringify(state)} is not a task state`)
-      yield * this.#applyStatus(run, state, message === undefined ? undefined : this.#agentMessage(run, message))
+      yield * this.#applyStatus(run, state, message === undefined ? undefined : this.#agentMessage(run, message), execution)
     } catch (error) {
       yield * this.#refuse(run, 'status', error)
     }
@@ -1183,7 +1183,8 @@ export class RequestHandler {
     this.#publish(run, { task: projectTask(task) }, version)
   }
 
-  * #applyStatus (run: TaskRun, state: TaskState, message?: Message): Steps<void> {
+  /** `by`: the execution whose event this is, when one is (see #statusApplied). */
+  * #applyStatus (run: TaskRun, state: TaskState, message?: Message, by?: Execution): Steps<void> {
     const status = message === undefined ? { state, timestamp: now() } : { state, message, timestamp: now() }
     let version: number | void
     try {
@@ -1192,12 +1193,17 @@ export class RequestHandler {
     } catch (error) {
       return yield * this.#endedElsewhere(run, error)
     }
-    this.#statusApplied(run, status, version)
+    this.#statusApplied(run, status, version, by)
   }
 
-  #statusApplied (run: TaskRun, status: TaskStatus, version: number | void): void {
+  #statusApplied (run: TaskRun, status: TaskStatus, version: number | void, by?: Execution): void {
     run.state = status.state
     this.#publish(run, statusUpdateEvent(run.taskId, run.contextId, status), version)
+    // An ended task leaves its other executions nothing to do (a later message's turn ended it
+    // while an earlier one still runs): their signals are aborted, as CancelTask's are.
+    if (isTerminal(status.state) && (by === undefined || run.executions.length > 1)) {
+      for (const execution of run.executions) if (execution !== by) execution.controller.abort()
+    }
   }
 
   * #applyArtifact (run: TaskRun, input: ArtifactInput, options: ArtifactOptions = {}): Steps<void> {
@@ -1244,7 +1250,7 @@ export class RequestHandler {
     try {
       if (run.state === undefined) this.#createNow(store, execution)
       const version = store.updateNow(run.taskId, change, run.scope)
-      if (change.kind === 'status') this.#statusApplied(run, change.status, version)
+      if (change.kind === 'status') this.#statusApplied(run, change.status, version, execution)
       else this.#artifactApplied(run, change.artifact, options, version)
     } catch (error) {
       if (!(error instanceof TaskTerminalError)) {
