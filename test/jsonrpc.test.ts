@@ -62,7 +62,7 @@ t.test('method is checked before the version: a v0.3 name without A2A-Version is
 
 t.test('params that are not an object → -32602', async t => {
   const reply = await post(url, { jsonrpc: '2.0', id: 1, method: 'GetTask', params: ['x'] })
-  t.same(reply.body, { jsonrpc: '2.0', id: 1, error: { code: -32602, message: 'Invalid parameters: params must be an object' } })
+  t.same(reply.body, { jsonrpc: '2.0', id: 1, error: { code: -32602, message: 'Invalid parameters: params must be an object', data: [{ '@type': 'type.googleapis.com/google.rpc.BadRequest', fieldViolations: [{ field: 'params', description: 'must be an object' }] }] } })
 })
 
 t.test('invalid params → -32602 with a BadRequest naming the fields', async t => {

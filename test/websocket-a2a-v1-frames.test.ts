@@ -60,7 +60,7 @@ t.test('call errors are JSON-RPC error frames of the one table; the connection s
     message: 'Invalid parameters: message.role must be equal to one of the allowed values',
     data: [{ '@type': 'type.googleapis.com/google.rpc.BadRequest', fieldViolations: [{ field: 'message.role', description: 'must be equal to one of the allowed values' }] }]
   })
-  t.same(await client.request('o', 'GetTask', []), { jsonrpc: '2.0', id: 'o', error: { code: -32602, message: 'Invalid parameters: params must be an object' } })
+  t.same(await client.request('o', 'GetTask', []), { jsonrpc: '2.0', id: 'o', error: { code: -32602, message: 'Invalid parameters: params must be an object', data: [{ '@type': 'type.googleapis.com/google.rpc.BadRequest', fieldViolations: [{ field: 'params', description: 'must be an object' }] }] } })
   t.equal(client.socket.readyState, client.socket.OPEN)
   t.equal((await client.request('still', 'GetTask', { id: 'x' })).error.code, -32001)
 })

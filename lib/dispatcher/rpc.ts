@@ -1,7 +1,7 @@
 // JSON-RPC 2.0 envelopes, shared by the JSON-RPC HTTP binding and the WebSocket
 // binding (which carries the same messages over one connection).
 import {
-  InvalidParamsError, InvalidRequestError, MethodNotFoundError, toJsonRpcError, type A2AError, type JsonRpcErrorObject
+  InvalidRequestError, MethodNotFoundError, invalidParams, toJsonRpcError, type A2AError, type JsonRpcErrorObject
 } from '../errors/index.js'
 import { DEFAULT_MAX_JSON_DEPTH, parseJson } from '../json-guard.js'
 import { methods, type MethodSpec } from './call.js'
@@ -44,7 +44,7 @@ export function readEnvelope (value: unknown): Envelope {
   if (spec === undefined) return { ok: false, id, error: new MethodNotFoundError(message.method), notification: !hasId }
   const params = message.params
   if (params !== undefined && (params === null || typeof params !== 'object' || Array.isArray(params))) {
-    return { ok: false, id, error: new InvalidParamsError('params must be an object'), notification: !hasId }
+    return { ok: false, id, error: invalidParams([{ field: 'params', description: 'must be an object' }]), notification: !hasId }
   }
   const request: JsonRpcRequest = { method: spec, params }
   if (hasId) request.id = id

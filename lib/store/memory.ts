@@ -1,7 +1,7 @@
 // In-memory stores: the default. Terminal tasks expire after a TTL and the number of
 // tasks held is capped; both are swept lazily on writes, so no timer keeps the
 // process alive.
-import { InvalidParamsError, TaskTerminalError, UnavailableError } from '../errors/index.js'
+import { TaskTerminalError, UnavailableError, invalidParams } from '../errors/index.js'
 import type { Task } from '../schema/wire.js'
 import { isTerminal } from '../handler/states.js'
 import type {
@@ -49,7 +49,7 @@ export function decodeCursor (token: string): [number, string] {
     const cursor = JSON.parse(Buffer.from(token, 'base64url').toString())
     if (Array.isArray(cursor) && typeof cursor[0] === 'number' && typeof cursor[1] === 'string') return cursor as [number, string]
   } catch {}
-  throw new InvalidParamsError('pageToken is not a token this server issued')
+  throw invalidParams([{ field: 'pageToken', description: 'is not a token this server issued' }])
 }
 
 /** What an evicted entry holds instead of its task: the terminal order may keep the entry a while longer. */
