@@ -27,6 +27,7 @@ t.test('create assigns an id; get, list and delete follow', async t => {
   t.not(first.nextPageToken, '')
   const second = await result(url, 'ListTaskPushNotificationConfigs', { taskId: task.id, pageSize: 1, pageToken: first.nextPageToken })
   t.same(second, { configs: [named], nextPageToken: '' })
+  t.same(await result(url, 'ListTaskPushNotificationConfigs', { taskId: task.id, pageSize: 5000 }), listed, 'the method sets no maximum: a larger page is served at ours')
   t.same(await result(url, 'DeleteTaskPushNotificationConfig', { taskId: task.id, id: 'mine' }), {})
   t.same(await result(url, 'DeleteTaskPushNotificationConfig', { taskId: task.id, id: 'mine' }), {}, 'delete is idempotent')
   t.same((await result(url, 'ListTaskPushNotificationConfigs', { taskId: task.id })).configs, [created])

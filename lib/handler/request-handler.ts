@@ -779,7 +779,7 @@ export class RequestHandler {
   async listTaskPushNotificationConfigs (params: ListTaskPushNotificationConfigsRequest, context: CallContext): Promise<ListTaskPushNotificationConfigsResponse> {
     this.#requirePush()
     await this.#loadTask(params.taskId, context)
-    const pageSize = params.pageSize === undefined || params.pageSize === 0 ? MAX_PUSH_PAGE_SIZE : params.pageSize
+    const pageSize = params.pageSize === undefined || params.pageSize === 0 ? MAX_PUSH_PAGE_SIZE : Math.min(params.pageSize, MAX_PUSH_PAGE_SIZE)
     return await this.#options.pushConfigStore.list(params.taskId, { pageSize, pageToken: params.pageToken }, this.#scope(context))
   }
 

@@ -75,7 +75,8 @@ export type DeleteTaskPushNotificationConfigRequest = GetTaskPushNotificationCon
 export const ListTaskPushNotificationConfigsRequest = Type.Object({
   tenant: Tenant,
   taskId: RequiredString(),
-  pageSize: Type.Optional(Type.Integer({ minimum: 0, maximum: 100 })),
+  // The method sets no maximum: a larger page is served at the server's (MAX_PUSH_PAGE_SIZE).
+  pageSize: Type.Optional(Type.Integer({ minimum: 0, maximum: 2147483647 })),
   pageToken: Type.Optional(Type.String())
 })
 export type ListTaskPushNotificationConfigsRequest = Static<typeof ListTaskPushNotificationConfigsRequest>
