@@ -255,6 +255,15 @@ function integer (name: string, value: unknown, fallback: number, min = 1): numb
   return value
 }
 
+/** setTimeout's largest delay: a longer one fires at once. */
+const MAX_TIMER_MS = 2 ** 31 - 1
+
+function timerMs (name: string, value: unknown, fallback: number, min: number): number {
+  const ms = integer(name, value, fallback, min)
+  if (ms > MAX_TIMER_MS) throw new InvalidOptionError(name, `must be at most ${MAX_TIMER_MS} ms`)
+  return ms
+}
+
 function hasMethods (value: unknown, names: string[]): boolean {
   return typeof value === 'object' && value !== null && names.every(name => typeof (value as Record<string, unknown>)[name] === 'function')
 }
@@ -271,9 +280,9 @@ function webSocketOptions (options: WebSocketOptions): NormalizedWebSocketOption
     maxMessageSize: integer('websocket.maxMessageSize', options.maxMessageSize, 4 * 1024 * 1024),
     maxInFlight: integer('websocket.maxInFlight', options.maxInFlight, 64),
     maxBufferedBytes: integer('websocket.maxBufferedBytes', options.maxBufferedBytes, 8 * 1024 * 1024),
-    handshakeTimeout: integer('websocket.handshakeTimeout', options.handshakeTimeout, 10_000, 0),
+    handshakeTimeout: timerMs('websocket.handshakeTimeout', options.handshakeTimeout, 10_000, 0),
     maxConnections: options.maxConnections === undefined ? undefined : integer('websocket.maxConnections', options.maxConnections, 0),
-    idleTimeout: integer('websocket.idleTimeout', options.idleTimeout, 0, 0),
+    idleTimeout: timerMs('websocket.idleTimeout', options.idleTimeout, 0, 0),
     a2aV1: a2aV1Options(options.a2aV1 ?? {})
   }
 }
@@ -306,15 +315,6 @@ function a2aV1Options (options: WebSocketA2aV1Options): NormalizedA2aV1Options |
   }
 }
 
-/** setTimeout's largest delay: a longer one fires at once. */
-const MAX_TIMER_MS = 2 ** 31 - 1
-
-function timerMs (name: string, value: unknown, fallback: number, min: number): number {
-  const ms = integer(name, value, fallback, min)
-  if (ms > MAX_TIMER_MS) throw new InvalidOptionError(name, `must be at most ${MAX_TIMER_MS} ms`)
-  return ms
-}
-
 function shutdownOptions (options: ShutdownOptions, closeGrace: unknown): NormalizedShutdownOptions {
   const alias = closeGrace === undefined ? undefined : timerMs('websocket.closeGrace', closeGrace, 0, 0)
   const completionGrace = timerMs('shutdown.completionGrace', options.completionGrace, alias ?? 5000, 0)
@@ -343,10 +343,10 @@ function pushOptions (options: PushOptions | undefined, declared: boolean): Norm
   if (resolve !== undefined && typeof resolve !== 'function') throw new InvalidOptionError('push.resolve', 'must be a function')
   return {
     allow,
-    timeout: integer('push.timeout', options?.timeout, PUSH_DEFAULTS.timeout),
+    timeout: timerMs('push.timeout', options?.timeout, PUSH_DEFAULTS.timeout, 1),
     maxAttempts: integer('push.maxAttempts', options?.maxAttempts, PUSH_DEFAULTS.maxAttempts),
-    retryDelay: integer('push.retryDelay', options?.retryDelay, PUSH_DEFAULTS.retryDelay, 0),
-    maxRetryDelay: integer('push.maxRetryDelay', options?.maxRetryDelay, PUSH_DEFAULTS.maxRetryDelay, 0),
+    retryDelay: timerMs('push.retryDelay', options?.retryDelay, PUSH_DEFAULTS.retryDelay, 0),
+    maxRetryDelay: timerMs('push.maxRetryDelay', options?.maxRetryDelay, PUSH_DEFAULTS.maxRetryDelay, 0),
     maxQueued: integer('push.maxQueued', options?.maxQueued, PUSH_DEFAULTS.maxQueued),
     maxConfigsPerTask: integer('push.maxConfigsPerTask', options?.maxConfigsPerTask, PUSH_DEFAULTS.maxConfigsPerTask),
     onDelivery,
@@ -419,7 +419,7 @@ function checkAuth (auth: AuthOptions | undefined): AuthOptions | undefined {
 function checkRateLimit (limit: RateLimitOptions | undefined): RateLimitOptions | undefined {
   if (limit === undefined) return undefined
   integer('rateLimit.max', limit.max ?? 0, 0)
-  integer('rateLimit.timeWindow', limit.timeWindow, 60_000)
+  timerMs('rateLimit.timeWindow', limit.timeWindow, 60_000, 1)
   if (limit.store !== undefined && !hasMethods(limit.store, ['incr'])) throw new InvalidOptionError('rateLimit.store', 'must implement incr(key, callback, timeWindow, max)')
   return limit
 }

@@ -1,6 +1,8 @@
 // Built-in rate limiting (issue 5): a fixed window per caller on every binding and every
 // WebSocket frame, counted exactly even for frames that arrive in one TCP write.
 import t from 'tap'
+import { conformanceAgent, conformanceCard } from '../examples/agent.js'
+import { normalizeOptions } from '../lib/options.js'
 import { post, startServer, userMessage, V1 } from './helpers/server.js'
 import { rest } from './helpers/rest.js'
 import { clientFrame, connect, frameReader, rawUpgrade, wsUrl } from './helpers/ws.js'
@@ -103,4 +105,15 @@ t.test('upgrades have a budget of their own per IP: past it a WebSocket is refus
   t.equal(refused.status, 429)
   t.match(refused.headers['retry-after'], /^\d+$/)
   t.same(refused.body.error.status, 'RESOURCE_EXHAUSTED')
+})
+
+t.test('bad rateLimit options fail registration, naming the option', async t => {
+  const options = (rateLimit: unknown) => normalizeOptions({ executor: conformanceAgent, card: conformanceCard, rateLimit: rateLimit as never })
+  const refusals: Array<[unknown, string]> = [
+    [{}, 'rateLimit.max: must be an integer >= 1'],
+    [{ max: 5, timeWindow: 2 ** 31 }, 'rateLimit.timeWindow: must be at most 2147483647 ms']
+  ]
+  for (const [rateLimit, message] of refusals) {
+    t.throws(() => options(rateLimit), { code: 'A2A_ERR_INVALID_OPTION', message: `Invalid option ${message}` }, message)
+  }
 })

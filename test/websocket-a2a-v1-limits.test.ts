@@ -29,6 +29,10 @@ t.test('the defaults: 1 MiB, 128 streams, 256 connections per identity, ping 30 
   t.equal(normalizeOptions({ executor: conformanceAgent, card: conformanceCard, websocket: { a2aV1: { rateLimit: false } } }).websocket.a2aV1?.messageRate, undefined)
   t.throws(() => normalizeOptions({ executor: conformanceAgent, card: conformanceCard, websocket: { a2aV1: { maxStreams: 0 } } }), { message: 'Invalid option websocket.a2aV1.maxStreams: must be an integer >= 1' })
   t.throws(() => normalizeOptions({ executor: conformanceAgent, card: conformanceCard, websocket: { a2aV1: { rateLimit: { store: {} as any } } } }), { message: 'Invalid option websocket.a2aV1.rateLimit.store: must implement incr(key, callback, timeWindow, max)' })
+  for (const name of ['pingInterval', 'pongTimeout', 'idleTimeout'] as const) {
+    t.throws(() => normalizeOptions({ executor: conformanceAgent, card: conformanceCard, websocket: { a2aV1: { [name]: 2 ** 31 } } }), { message: `Invalid option websocket.a2aV1.${name}: must be at most 2147483647 ms` })
+  }
+  t.throws(() => normalizeOptions({ executor: conformanceAgent, card: conformanceCard, websocket: { a2aV1: { rateLimit: { timeWindow: 2 ** 31 } } } }), { message: 'Invalid option websocket.a2aV1.rateLimit.timeWindow: must be at most 2147483647 ms' })
 })
 
 t.test('past maxStreams a request gets -32000 "Too many concurrent streams"; the connection survives', async t => {
