@@ -1,7 +1,9 @@
 // Plugin options: normalised and checked once, at registration. A bad option fails
 // `register` with an error naming it.
 import { randomUUID } from 'node:crypto'
+import { types } from 'node:util'
 import createError from '@fastify/error'
+import { UnsecuredJWT } from 'jose'
 import type { EventBus } from './bus/types.js'
 import { CLUSTER_DEFAULTS, type ClusterOptions, type NormalizedClusterOptions } from './cluster/types.js'
 import type { FastifyCorsOptions } from '@fastify/cors'
@@ -264,6 +266,26 @@ function timerMs (name: string, value: unknown, fallback: number, min: number): 
   return ms
 }
 
+/** RFC 9110 token: what a header name may be. */
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
+
+function object (name: string, value: unknown): void {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new InvalidOptionError(name, 'must be an object')
+}
+
+function optionalFunction (name: string, value: unknown): void {
+  if (value !== undefined && typeof value !== 'function') throw new InvalidOptionError(name, 'must be a function')
+}
+
+function httpUrl (name: string, value: unknown): URL {
+  let url: URL | undefined
+  try { url = new URL(value as string) } catch {}
+  if (typeof value !== 'string' || url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+    throw new InvalidOptionError(name, 'must be an absolute http or https URL')
+  }
+  return url
+}
+
 function hasMethods (value: unknown, names: string[]): boolean {
   return typeof value === 'object' && value !== null && names.every(name => typeof (value as Record<string, unknown>)[name] === 'function')
 }
@@ -393,34 +415,66 @@ function stringList (name: string, value: unknown): void {
   }
 }
 
+function stringOrList (name: string, value: unknown): void {
+  const nonEmpty = (item: unknown) => typeof item === 'string' && item !== ''
+  if (value !== undefined && !nonEmpty(value) && (!Array.isArray(value) || value.length === 0 || !value.every(nonEmpty))) {
+    throw new InvalidOptionError(name, 'must be a non-empty string or a non-empty array of them')
+  }
+}
+
 function checkAuth (auth: AuthOptions | undefined): AuthOptions | undefined {
   if (auth === undefined) return undefined
+  object('auth', auth)
   if (auth.bearer === undefined && auth.apiKey === undefined && auth.jwt === undefined) {
     throw new InvalidOptionError('auth', 'must configure bearer, apiKey or jwt')
   }
-  if (auth.bearer !== undefined) {
-    stringList('auth.bearer.tokens', auth.bearer.tokens)
-    if (auth.bearer.tokens === undefined && typeof auth.bearer.verify !== 'function') throw new InvalidOptionError('auth.bearer', 'needs tokens or a verify function')
+  const { bearer, apiKey, jwt } = auth
+  if (bearer !== undefined) {
+    object('auth.bearer', bearer)
+    stringList('auth.bearer.tokens', bearer.tokens)
+    optionalFunction('auth.bearer.verify', bearer.verify)
+    if (bearer.tokens === undefined && bearer.verify === undefined) throw new InvalidOptionError('auth.bearer', 'needs tokens or a verify function')
   }
-  if (auth.apiKey !== undefined) {
-    if (typeof auth.apiKey.name !== 'string' || !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(auth.apiKey.name)) throw new InvalidOptionError('auth.apiKey.name', 'must be a header or query parameter name')
-    if (auth.apiKey.in !== undefined && auth.apiKey.in !== 'header' && auth.apiKey.in !== 'query') throw new InvalidOptionError('auth.apiKey.in', 'must be "header" or "query"')
-    stringList('auth.apiKey.keys', auth.apiKey.keys)
-    if (auth.apiKey.keys === undefined && typeof auth.apiKey.verify !== 'function') throw new InvalidOptionError('auth.apiKey', 'needs keys or a verify function')
+  if (apiKey !== undefined) {
+    object('auth.apiKey', apiKey)
+    if (typeof apiKey.name !== 'string' || !TOKEN.test(apiKey.name)) throw new InvalidOptionError('auth.apiKey.name', 'must be a header or query parameter name')
+    if (apiKey.in !== undefined && apiKey.in !== 'header' && apiKey.in !== 'query') throw new InvalidOptionError('auth.apiKey.in', 'must be "header" or "query"')
+    stringList('auth.apiKey.keys', apiKey.keys)
+    optionalFunction('auth.apiKey.verify', apiKey.verify)
+    if (apiKey.keys === undefined && apiKey.verify === undefined) throw new InvalidOptionError('auth.apiKey', 'needs keys or a verify function')
   }
-  if (auth.jwt !== undefined) {
-    if ((auth.jwt.jwksUrl === undefined) === (auth.jwt.key === undefined)) throw new InvalidOptionError('auth.jwt', 'needs exactly one of jwksUrl and key')
-    if (auth.jwt.jwksUrl !== undefined && !URL.canParse(auth.jwt.jwksUrl)) throw new InvalidOptionError('auth.jwt.jwksUrl', 'must be an absolute URL')
-    if (auth.jwt.requiredScopes !== undefined) stringList('auth.jwt.requiredScopes', auth.jwt.requiredScopes)
+  if (jwt !== undefined) {
+    object('auth.jwt', jwt)
+    if ((jwt.jwksUrl === undefined) === (jwt.key === undefined)) throw new InvalidOptionError('auth.jwt', 'needs exactly one of jwksUrl and key')
+    if (jwt.jwksUrl !== undefined) httpUrl('auth.jwt.jwksUrl', jwt.jwksUrl)
+    if (jwt.key !== undefined && !types.isCryptoKey(jwt.key) && !types.isKeyObject(jwt.key) && !(jwt.key instanceof Uint8Array && jwt.key.length > 0)) {
+      throw new InvalidOptionError('auth.jwt.key', 'must be a CryptoKey, a KeyObject or a non-empty Uint8Array')
+    }
+    stringOrList('auth.jwt.issuer', jwt.issuer)
+    stringOrList('auth.jwt.audience', jwt.audience)
+    if (jwt.clockTolerance !== undefined) {
+      // jose reads the tolerance at each verification, where a bad one refuses every token:
+      // its own reading, on an empty unsecured JWT, tells now.
+      try { UnsecuredJWT.decode(new UnsecuredJWT({}).encode(), { clockTolerance: jwt.clockTolerance }) } catch {
+        throw new InvalidOptionError('auth.jwt.clockTolerance', 'must be seconds >= 0 or a duration such as "30s"')
+      }
+    }
+    stringList('auth.jwt.requiredScopes', jwt.requiredScopes)
+    if (jwt.openIdConnectUrl !== undefined) httpUrl('auth.jwt.openIdConnectUrl', jwt.openIdConnectUrl)
   }
+  flag('auth.refuseAtUpgrade', auth.refuseAtUpgrade, false)
   return auth
 }
 
 function checkRateLimit (limit: RateLimitOptions | undefined): RateLimitOptions | undefined {
   if (limit === undefined) return undefined
+  object('rateLimit', limit)
   integer('rateLimit.max', limit.max ?? 0, 0)
   timerMs('rateLimit.timeWindow', limit.timeWindow, 60_000, 1)
   if (limit.store !== undefined && !hasMethods(limit.store, ['incr'])) throw new InvalidOptionError('rateLimit.store', 'must implement incr(key, callback, timeWindow, max)')
+  // @fastify/rate-limit's RedisStore defines its Lua commands on the client.
+  if (limit.redis !== undefined && !hasMethods(limit.redis, ['defineCommand'])) throw new InvalidOptionError('rateLimit.redis', 'must be an ioredis client (with defineCommand)')
+  optionalFunction('rateLimit.keyGenerator', limit.keyGenerator)
   return limit
 }
 
@@ -434,8 +488,9 @@ function checkSigning (signing: CardSigningOptions | undefined): CardSigningOpti
 
 function checkTenancy (options: TenancyOptions | undefined): TenancyOptions | undefined {
   if (options === undefined) return undefined
-  if (options.header !== undefined && (typeof options.header !== 'string' || options.header === '')) throw new InvalidOptionError('tenancy.header', 'must be a header name')
-  if (options.resolve !== undefined && typeof options.resolve !== 'function') throw new InvalidOptionError('tenancy.resolve', 'must be a function')
+  object('tenancy', options)
+  if (options.header !== undefined && (typeof options.header !== 'string' || !TOKEN.test(options.header))) throw new InvalidOptionError('tenancy.header', 'must be a header name')
+  optionalFunction('tenancy.resolve', options.resolve)
   return options
 }
 
@@ -456,11 +511,7 @@ export function normalizeOptions (options: A2APluginOptions): NormalizedOptions 
 
   let publicUrl: string | undefined
   if (options.publicUrl !== undefined) {
-    let url: URL | undefined
-    try { url = new URL(options.publicUrl) } catch {}
-    if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
-      throw new InvalidOptionError('publicUrl', 'must be an absolute http or https URL')
-    }
+    const url = httpUrl('publicUrl', options.publicUrl)
     publicUrl = url.origin + url.pathname.replace(/\/+$/, '')
   }
 
@@ -482,6 +533,10 @@ export function normalizeOptions (options: A2APluginOptions): NormalizedOptions 
   }
   if (options.bus !== undefined && !hasMethods(options.bus, ['publish', 'subscribe', 'listenerCount'])) {
     throw new InvalidOptionError('bus', 'must implement publish, subscribe and listenerCount')
+  }
+  const { cors } = options
+  if (cors !== undefined && typeof cors !== 'boolean' && (typeof cors !== 'object' || cors === null || Array.isArray(cors))) {
+    throw new InvalidOptionError('cors', 'must be a boolean or an object of @fastify/cors options')
   }
   for (const name of ['allowMissingVersion', 'allowUndeclaredInputModes'] as const) {
     if (options[name] !== undefined && typeof options[name] !== 'boolean') throw new InvalidOptionError(name, 'must be a boolean')
@@ -515,7 +570,7 @@ export function normalizeOptions (options: A2APluginOptions): NormalizedOptions 
     auth: checkAuth(options.auth),
     rateLimit: checkRateLimit(options.rateLimit),
     tenancy: checkTenancy(options.tenancy),
-    cors: options.cors === undefined || options.cors === false ? undefined : options.cors === true ? {} : options.cors,
+    cors: cors === undefined || cors === false ? undefined : cors === true ? {} : cors,
     signing: checkSigning(options.signing)
   }
 }

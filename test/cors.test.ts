@@ -1,6 +1,8 @@
 // CORS through @fastify/cors (issue 5): preflight for the JSON-RPC and REST routes with
 // the A2A service parameters allowed and the headers a client reads exposed.
 import t from 'tap'
+import { conformanceAgent, conformanceCard } from '../examples/agent.js'
+import { normalizeOptions } from '../lib/options.js'
 import { post, startServer } from './helpers/server.js'
 
 t.test('preflight and response headers on the A2A routes and the card', async t => {
@@ -30,4 +32,13 @@ t.test('off by default', async t => {
   t.teardown(() => server.close())
   const reply = await post(server.endpoint, { jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: 'x' } }, { 'a2a-version': '1.0', origin: 'https://app.example.com' })
   t.equal(reply.headers.get('access-control-allow-origin'), null)
+})
+
+t.test('cors is a boolean or an object of @fastify/cors options; anything else fails registration', async t => {
+  const options = (cors: unknown) => normalizeOptions({ executor: conformanceAgent, card: conformanceCard, cors: cors as never })
+  for (const cors of ['yes', 5, null, [], () => {}]) {
+    t.throws(() => options(cors), { code: 'A2A_ERR_INVALID_OPTION', message: 'Invalid option cors: must be a boolean or an object of @fastify/cors options' }, String(cors))
+  }
+  t.same(options(true).cors, {})
+  t.equal(options(false).cors, undefined)
 })

@@ -110,7 +110,11 @@ t.test('upgrades have a budget of their own per IP: past it a WebSocket is refus
 t.test('bad rateLimit options fail registration, naming the option', async t => {
   const options = (rateLimit: unknown) => normalizeOptions({ executor: conformanceAgent, card: conformanceCard, rateLimit: rateLimit as never })
   const refusals: Array<[unknown, string]> = [
+    [null, 'rateLimit: must be an object'],
+    ['x', 'rateLimit: must be an object'],
     [{}, 'rateLimit.max: must be an integer >= 1'],
+    [{ max: 5, keyGenerator: 5 }, 'rateLimit.keyGenerator: must be a function'],
+    [{ max: 5, redis: {} }, 'rateLimit.redis: must be an ioredis client (with defineCommand)'],
     [{ max: 5, timeWindow: 2 ** 31 }, 'rateLimit.timeWindow: must be at most 2147483647 ms']
   ]
   for (const [rateLimit, message] of refusals) {
