@@ -27,7 +27,7 @@ export const InvalidOptionError = createError('A2A_ERR_INVALID_OPTION', 'Invalid
 export type ExtendedCardProvider = (context: CallContext) => AgentCardInput | Promise<AgentCardInput>
 
 export interface WebSocketOptions {
-  /** Origins a browser may open a WebSocket from, compared whole ignoring ASCII case. Default: any. */
+  /** Origins a browser may open a WebSocket from (`scheme://host[:port]` or `null`), compared whole ignoring ASCII case. Default: any. */
   allowedOrigins?: string[]
   /** Refuse an upgrade that carries no Origin (every non-browser client sends none). Default false. */
   requireOrigin?: boolean
@@ -290,11 +290,28 @@ function hasMethods (value: unknown, names: string[]): boolean {
   return typeof value === 'object' && value !== null && names.every(name => typeof (value as Record<string, unknown>)[name] === 'function')
 }
 
+/**
+ * An Origin header a browser can send, lowercased: `null`, or scheme://host[:port] as the URL
+ * parser writes it (no path, no default port, an IDN host in punycode). The header is compared
+ * whole, so anything else (`*`, a wildcard host, a trailing `/`) would never match. Not
+ * `URL.origin`: it is `null` for schemes such as `chrome-extension:`, whose pages do send their own.
+ */
+function isOrigin (origin: string): boolean {
+  const lower = origin.toLowerCase()
+  if (lower === 'null') return true
+  let url: URL
+  try { url = new URL(lower) } catch { return false }
+  return url.host !== '' && !url.host.includes('*') && `${url.protocol}//${url.host}` === lower
+}
+
 function webSocketOptions (options: WebSocketOptions): NormalizedWebSocketOptions {
   const { allowedOrigins } = options
   if (allowedOrigins !== undefined && (!Array.isArray(allowedOrigins) || !allowedOrigins.every(origin => typeof origin === 'string'))) {
     throw new InvalidOptionError('websocket.allowedOrigins', 'must be an array of origins')
   }
+  allowedOrigins?.forEach((origin, index) => {
+    if (!isOrigin(origin)) throw new InvalidOptionError(`websocket.allowedOrigins[${index}]`, 'must be an origin, scheme://host[:port], or null')
+  })
   if (options.requireOrigin !== undefined && typeof options.requireOrigin !== 'boolean') throw new InvalidOptionError('websocket.requireOrigin', 'must be a boolean')
   return {
     allowedOrigins,
