@@ -479,6 +479,12 @@ function checkAuth (auth: AuthOptions | undefined): AuthOptions | undefined {
     stringList('auth.jwt.requiredScopes', jwt.requiredScopes)
     if (jwt.openIdConnectUrl !== undefined) httpUrl('auth.jwt.openIdConnectUrl', jwt.openIdConnectUrl)
   }
+  // The realm is written inside the quoted string of every challenge: a control character or
+  // one past Latin-1 (Node refuses both in a header, throwing on the first 401), `"` or `\`
+  // would break it.
+  if (auth.realm !== undefined && (typeof auth.realm !== 'string' || !/^[\x20-\x7e]*$/.test(auth.realm) || /["\\]/.test(auth.realm))) {
+    throw new InvalidOptionError('auth.realm', 'must be printable ASCII without " or \\')
+  }
   flag('auth.refuseAtUpgrade', auth.refuseAtUpgrade, false)
   return auth
 }

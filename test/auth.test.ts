@@ -163,6 +163,13 @@ t.test('the extended card: only to authenticated callers, from a provider that s
   t.equal((await rest(server.endpoint, 'GET', '/extendedAgentCard')).status, 401)
 })
 
+t.test('realm: the challenges\' realm, any printable ASCII but " and \\', async t => {
+  const server = await startServer({ auth: { bearer: { tokens: ['s3cret'] }, realm: 'My agent (prod)' } })
+  t.teardown(() => server.close())
+  const anonymous = await post(server.endpoint, rpc('GetTask', { id: 'x' }))
+  t.equal(anonymous.headers.get('www-authenticate'), 'Bearer realm="My agent (prod)"')
+})
+
 t.test('bad auth options fail registration, naming the option', async t => {
   const { a2aWebSocket } = await import('../lib/index.js')
   const { conformanceAgent, conformanceCard } = await import('../examples/agent.js')
@@ -192,7 +199,12 @@ t.test('bad auth options fail registration, naming the option', async t => {
     [{ jwt: { key: new Uint8Array(0) } }, 'auth.jwt.key: must be a CryptoKey, a KeyObject or a non-empty Uint8Array'],
     [{ jwt: { jwksUrl: 'ftp://idp.example/jwks' } }, 'auth.jwt.jwksUrl: must be an absolute http or https URL'],
     [{ jwt: { jwksUrl: '/jwks' } }, 'auth.jwt.jwksUrl: must be an absolute http or https URL'],
-    [{ jwt: { key, openIdConnectUrl: 5 } }, 'auth.jwt.openIdConnectUrl: must be an absolute http or https URL']
+    [{ jwt: { key, openIdConnectUrl: 5 } }, 'auth.jwt.openIdConnectUrl: must be an absolute http or https URL'],
+    [{ bearer: { tokens: ['a'] }, realm: 'a2a\r\nX-Injected: 1' }, 'auth.realm: must be printable ASCII without " or \\'],
+    [{ bearer: { tokens: ['a'] }, realm: 'a"b' }, 'auth.realm: must be printable ASCII without " or \\'],
+    [{ bearer: { tokens: ['a'] }, realm: 'a\\' }, 'auth.realm: must be printable ASCII without " or \\'],
+    [{ bearer: { tokens: ['a'] }, realm: '日本' }, 'auth.realm: must be printable ASCII without " or \\'],
+    [{ bearer: { tokens: ['a'] }, realm: 5 }, 'auth.realm: must be printable ASCII without " or \\']
   ]
   for (const [auth, message] of refusals) {
     await t.rejects(register(auth as object), { code: 'A2A_ERR_INVALID_OPTION', message: `Invalid option ${message}` }, message)

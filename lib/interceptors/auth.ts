@@ -41,7 +41,7 @@ export interface AuthOptions {
     /** Advertise the scheme as OpenID Connect with this discovery URL. */
     openIdConnectUrl?: string
   }
-  /** The realm of the challenge. Default `a2a`. */
+  /** The realm of the challenge: printable ASCII without `"` or `\`. Default `a2a`. */
   realm?: string
   /** Also refuse a WebSocket upgrade that carries no valid credential, with 401 before the 101. Default false. */
   refuseAtUpgrade?: boolean
