@@ -9,7 +9,7 @@ import { CLUSTER_DEFAULTS, type ClusterOptions, type NormalizedClusterOptions } 
 import type { FastifyCorsOptions } from '@fastify/cors'
 import type { CardSigningOptions } from './card/signing.js'
 import type { AuthOptions } from './interceptors/auth.js'
-import type { RateLimitOptions, RateLimitStore } from './interceptors/rate-limit.js'
+import { DEFAULT_CACHE_SIZE, type RateLimitOptions, type RateLimitStore } from './interceptors/rate-limit.js'
 import type { TenancyOptions } from './interceptors/tenancy.js'
 import type { A2AInterceptor } from './interceptors/types.js'
 import type { AgentExecutor, CallContext } from './handler/executor.js'
@@ -67,8 +67,12 @@ export interface WebSocketA2aV1Options {
   pongTimeout?: number
   /** Close with 1001 a connection without an application message for this many ms while no request is in progress; 0 = never. Default 300,000. */
   idleTimeout?: number
-  /** Messages per window, per connection and per identity; past it -32000 "Rate limit exceeded" and close 1008. `false`: none. Default 100 per 1,000 ms, in memory. */
-  rateLimit?: false | { max?: number, timeWindow?: number, store?: RateLimitStore }
+  /**
+   * Messages per window, per connection and per identity; past it -32000 "Rate limit exceeded" and close 1008. `false`: none.
+   * Default 100 per 1,000 ms, in memory, counting 5,000 connections and identities at once (`cacheSize`; past it the one counted
+   * least recently is forgotten and its budget starts over).
+   */
+  rateLimit?: false | { max?: number, timeWindow?: number, store?: RateLimitStore, cacheSize?: number }
 }
 
 export interface NormalizedA2aV1Options extends DialectLimits {
@@ -333,8 +337,9 @@ function a2aV1Options (options: WebSocketA2aV1Options): NormalizedA2aV1Options |
   if (rateLimit !== undefined && rateLimit !== false && (typeof rateLimit !== 'object' || rateLimit === null)) {
     throw new InvalidOptionError('websocket.a2aV1.rateLimit', 'must be false or { max?, timeWindow?, store? }')
   }
-  if (rateLimit !== undefined && rateLimit !== false && rateLimit.store !== undefined && !hasMethods(rateLimit.store, ['incr'])) {
-    throw new InvalidOptionError('websocket.a2aV1.rateLimit.store', 'must implement incr(key, callback, timeWindow, max)')
+  if (rateLimit !== undefined && rateLimit !== false && rateLimit.store !== undefined) {
+    if (!hasMethods(rateLimit.store, ['incr'])) throw new InvalidOptionError('websocket.a2aV1.rateLimit.store', 'must implement incr(key, callback, timeWindow, max)')
+    if (rateLimit.cacheSize !== undefined) throw new InvalidOptionError('websocket.a2aV1.rateLimit.cacheSize', 'is for the in-memory store: not with store')
   }
   return {
     refuseAtUpgrade: flag('websocket.a2aV1.refuseAtUpgrade', options.refuseAtUpgrade, true),
@@ -349,7 +354,8 @@ function a2aV1Options (options: WebSocketA2aV1Options): NormalizedA2aV1Options |
       : {
           max: integer('websocket.a2aV1.rateLimit.max', rateLimit?.max, 100),
           timeWindow: timerMs('websocket.a2aV1.rateLimit.timeWindow', rateLimit?.timeWindow, 1000, 1),
-          store: rateLimit?.store
+          store: rateLimit?.store,
+          cacheSize: integer('websocket.a2aV1.rateLimit.cacheSize', rateLimit?.cacheSize, DEFAULT_CACHE_SIZE)
         }
   }
 }
@@ -498,6 +504,10 @@ function checkRateLimit (limit: RateLimitOptions | undefined): RateLimitOptions 
   // @fastify/rate-limit's RedisStore defines its Lua commands on the client.
   if (limit.redis !== undefined && !hasMethods(limit.redis, ['defineCommand'])) throw new InvalidOptionError('rateLimit.redis', 'must be an ioredis client (with defineCommand)')
   optionalFunction('rateLimit.keyGenerator', limit.keyGenerator)
+  integer('rateLimit.cacheSize', limit.cacheSize, DEFAULT_CACHE_SIZE)
+  if (limit.cacheSize !== undefined && (limit.store !== undefined || limit.redis !== undefined)) {
+    throw new InvalidOptionError('rateLimit.cacheSize', 'is for the in-memory store: not with store or redis')
+  }
   return limit
 }
 
