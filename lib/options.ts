@@ -1,13 +1,15 @@
 // Plugin options: normalised and checked once, at registration. A bad option fails
 // `register` with an error naming it.
 import { randomUUID } from 'node:crypto'
+import { types } from 'node:util'
 import createError from '@fastify/error'
+import { UnsecuredJWT } from 'jose'
 import type { EventBus } from './bus/types.js'
 import { CLUSTER_DEFAULTS, type ClusterOptions, type NormalizedClusterOptions } from './cluster/types.js'
 import type { FastifyCorsOptions } from '@fastify/cors'
 import type { CardSigningOptions } from './card/signing.js'
 import type { AuthOptions } from './interceptors/auth.js'
-import type { RateLimitOptions, RateLimitStore } from './interceptors/rate-limit.js'
+import { DEFAULT_CACHE_SIZE, type RateLimitOptions, type RateLimitStore } from './interceptors/rate-limit.js'
 import type { TenancyOptions } from './interceptors/tenancy.js'
 import type { A2AInterceptor } from './interceptors/types.js'
 import type { AgentExecutor, CallContext } from './handler/executor.js'
@@ -25,7 +27,7 @@ export const InvalidOptionError = createError('A2A_ERR_INVALID_OPTION', 'Invalid
 export type ExtendedCardProvider = (context: CallContext) => AgentCardInput | Promise<AgentCardInput>
 
 export interface WebSocketOptions {
-  /** Origins a browser may open a WebSocket from, compared whole ignoring ASCII case. Default: any. */
+  /** Origins a browser may open a WebSocket from (`scheme://host[:port]` or `null`), compared whole ignoring ASCII case. Default: any. */
   allowedOrigins?: string[]
   /** Refuse an upgrade that carries no Origin (every non-browser client sends none). Default false. */
   requireOrigin?: boolean
@@ -65,8 +67,12 @@ export interface WebSocketA2aV1Options {
   pongTimeout?: number
   /** Close with 1001 a connection without an application message for this many ms while no request is in progress; 0 = never. Default 300,000. */
   idleTimeout?: number
-  /** Messages per window, per connection and per identity; past it -32000 "Rate limit exceeded" and close 1008. `false`: none. Default 100 per 1,000 ms, in memory. */
-  rateLimit?: false | { max?: number, timeWindow?: number, store?: RateLimitStore }
+  /**
+   * Messages per window, per connection and per identity; past it -32000 "Rate limit exceeded" and close 1008. `false`: none.
+   * Default 100 per 1,000 ms, in memory, counting 5,000 connections and identities at once (`cacheSize`; past it the one counted
+   * least recently is forgotten and its budget starts over).
+   */
+  rateLimit?: false | { max?: number, timeWindow?: number, store?: RateLimitStore, cacheSize?: number }
 }
 
 export interface NormalizedA2aV1Options extends DialectLimits {
@@ -255,8 +261,51 @@ function integer (name: string, value: unknown, fallback: number, min = 1): numb
   return value
 }
 
+/** setTimeout's largest delay: a longer one fires at once. */
+const MAX_TIMER_MS = 2 ** 31 - 1
+
+function timerMs (name: string, value: unknown, fallback: number, min: number): number {
+  const ms = integer(name, value, fallback, min)
+  if (ms > MAX_TIMER_MS) throw new InvalidOptionError(name, `must be at most ${MAX_TIMER_MS} ms`)
+  return ms
+}
+
+/** RFC 9110 token: what a header name may be. */
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
+
+function object (name: string, value: unknown): void {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new InvalidOptionError(name, 'must be an object')
+}
+
+function optionalFunction (name: string, value: unknown): void {
+  if (value !== undefined && typeof value !== 'function') throw new InvalidOptionError(name, 'must be a function')
+}
+
+function httpUrl (name: string, value: unknown): URL {
+  let url: URL | undefined
+  try { url = new URL(value as string) } catch {}
+  if (typeof value !== 'string' || url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+    throw new InvalidOptionError(name, 'must be an absolute http or https URL')
+  }
+  return url
+}
+
 function hasMethods (value: unknown, names: string[]): boolean {
   return typeof value === 'object' && value !== null && names.every(name => typeof (value as Record<string, unknown>)[name] === 'function')
+}
+
+/**
+ * An Origin header a browser can send, lowercased: `null`, or scheme://host[:port] as the URL
+ * parser writes it (no path, no default port, an IDN host in punycode). The header is compared
+ * whole, so anything else (`*`, a wildcard host, a trailing `/`) would never match. Not
+ * `URL.origin`: it is `null` for schemes such as `chrome-extension:`, whose pages do send their own.
+ */
+function isOrigin (origin: string): boolean {
+  const lower = origin.toLowerCase()
+  if (lower === 'null') return true
+  let url: URL
+  try { url = new URL(lower) } catch { return false }
+  return url.host !== '' && !url.host.includes('*') && `${url.protocol}//${url.host}` === lower
 }
 
 function webSocketOptions (options: WebSocketOptions): NormalizedWebSocketOptions {
@@ -264,6 +313,9 @@ function webSocketOptions (options: WebSocketOptions): NormalizedWebSocketOption
   if (allowedOrigins !== undefined && (!Array.isArray(allowedOrigins) || !allowedOrigins.every(origin => typeof origin === 'string'))) {
     throw new InvalidOptionError('websocket.allowedOrigins', 'must be an array of origins')
   }
+  allowedOrigins?.forEach((origin, index) => {
+    if (!isOrigin(origin)) throw new InvalidOptionError(`websocket.allowedOrigins[${index}]`, 'must be an origin, scheme://host[:port], or null')
+  })
   if (options.requireOrigin !== undefined && typeof options.requireOrigin !== 'boolean') throw new InvalidOptionError('websocket.requireOrigin', 'must be a boolean')
   return {
     allowedOrigins,
@@ -271,9 +323,9 @@ function webSocketOptions (options: WebSocketOptions): NormalizedWebSocketOption
     maxMessageSize: integer('websocket.maxMessageSize', options.maxMessageSize, 4 * 1024 * 1024),
     maxInFlight: integer('websocket.maxInFlight', options.maxInFlight, 64),
     maxBufferedBytes: integer('websocket.maxBufferedBytes', options.maxBufferedBytes, 8 * 1024 * 1024),
-    handshakeTimeout: integer('websocket.handshakeTimeout', options.handshakeTimeout, 10_000, 0),
+    handshakeTimeout: timerMs('websocket.handshakeTimeout', options.handshakeTimeout, 10_000, 0),
     maxConnections: options.maxConnections === undefined ? undefined : integer('websocket.maxConnections', options.maxConnections, 0),
-    idleTimeout: integer('websocket.idleTimeout', options.idleTimeout, 0, 0),
+    idleTimeout: timerMs('websocket.idleTimeout', options.idleTimeout, 0, 0),
     a2aV1: a2aV1Options(options.a2aV1 ?? {})
   }
 }
@@ -285,8 +337,9 @@ function a2aV1Options (options: WebSocketA2aV1Options): NormalizedA2aV1Options |
   if (rateLimit !== undefined && rateLimit !== false && (typeof rateLimit !== 'object' || rateLimit === null)) {
     throw new InvalidOptionError('websocket.a2aV1.rateLimit', 'must be false or { max?, timeWindow?, store? }')
   }
-  if (rateLimit !== undefined && rateLimit !== false && rateLimit.store !== undefined && !hasMethods(rateLimit.store, ['incr'])) {
-    throw new InvalidOptionError('websocket.a2aV1.rateLimit.store', 'must implement incr(key, callback, timeWindow, max)')
+  if (rateLimit !== undefined && rateLimit !== false && rateLimit.store !== undefined) {
+    if (!hasMethods(rateLimit.store, ['incr'])) throw new InvalidOptionError('websocket.a2aV1.rateLimit.store', 'must implement incr(key, callback, timeWindow, max)')
+    if (rateLimit.cacheSize !== undefined) throw new InvalidOptionError('websocket.a2aV1.rateLimit.cacheSize', 'is for the in-memory store: not with store')
   }
   return {
     refuseAtUpgrade: flag('websocket.a2aV1.refuseAtUpgrade', options.refuseAtUpgrade, true),
@@ -301,18 +354,10 @@ function a2aV1Options (options: WebSocketA2aV1Options): NormalizedA2aV1Options |
       : {
           max: integer('websocket.a2aV1.rateLimit.max', rateLimit?.max, 100),
           timeWindow: timerMs('websocket.a2aV1.rateLimit.timeWindow', rateLimit?.timeWindow, 1000, 1),
-          store: rateLimit?.store
+          store: rateLimit?.store,
+          cacheSize: integer('websocket.a2aV1.rateLimit.cacheSize', rateLimit?.cacheSize, DEFAULT_CACHE_SIZE)
         }
   }
-}
-
-/** setTimeout's largest delay: a longer one fires at once. */
-const MAX_TIMER_MS = 2 ** 31 - 1
-
-function timerMs (name: string, value: unknown, fallback: number, min: number): number {
-  const ms = integer(name, value, fallback, min)
-  if (ms > MAX_TIMER_MS) throw new InvalidOptionError(name, `must be at most ${MAX_TIMER_MS} ms`)
-  return ms
 }
 
 function shutdownOptions (options: ShutdownOptions, closeGrace: unknown): NormalizedShutdownOptions {
@@ -343,10 +388,10 @@ function pushOptions (options: PushOptions | undefined, declared: boolean): Norm
   if (resolve !== undefined && typeof resolve !== 'function') throw new InvalidOptionError('push.resolve', 'must be a function')
   return {
     allow,
-    timeout: integer('push.timeout', options?.timeout, PUSH_DEFAULTS.timeout),
+    timeout: timerMs('push.timeout', options?.timeout, PUSH_DEFAULTS.timeout, 1),
     maxAttempts: integer('push.maxAttempts', options?.maxAttempts, PUSH_DEFAULTS.maxAttempts),
-    retryDelay: integer('push.retryDelay', options?.retryDelay, PUSH_DEFAULTS.retryDelay, 0),
-    maxRetryDelay: integer('push.maxRetryDelay', options?.maxRetryDelay, PUSH_DEFAULTS.maxRetryDelay, 0),
+    retryDelay: timerMs('push.retryDelay', options?.retryDelay, PUSH_DEFAULTS.retryDelay, 0),
+    maxRetryDelay: timerMs('push.maxRetryDelay', options?.maxRetryDelay, PUSH_DEFAULTS.maxRetryDelay, 0),
     maxQueued: integer('push.maxQueued', options?.maxQueued, PUSH_DEFAULTS.maxQueued),
     maxConfigsPerTask: integer('push.maxConfigsPerTask', options?.maxConfigsPerTask, PUSH_DEFAULTS.maxConfigsPerTask),
     onDelivery,
@@ -393,34 +438,78 @@ function stringList (name: string, value: unknown): void {
   }
 }
 
+function stringOrList (name: string, value: unknown): void {
+  const nonEmpty = (item: unknown) => typeof item === 'string' && item !== ''
+  if (value !== undefined && !nonEmpty(value) && (!Array.isArray(value) || value.length === 0 || !value.every(nonEmpty))) {
+    throw new InvalidOptionError(name, 'must be a non-empty string or a non-empty array of them')
+  }
+}
+
 function checkAuth (auth: AuthOptions | undefined): AuthOptions | undefined {
   if (auth === undefined) return undefined
+  object('auth', auth)
   if (auth.bearer === undefined && auth.apiKey === undefined && auth.jwt === undefined) {
     throw new InvalidOptionError('auth', 'must configure bearer, apiKey or jwt')
   }
-  if (auth.bearer !== undefined) {
-    stringList('auth.bearer.tokens', auth.bearer.tokens)
-    if (auth.bearer.tokens === undefined && typeof auth.bearer.verify !== 'function') throw new InvalidOptionError('auth.bearer', 'needs tokens or a verify function')
+  const { bearer, apiKey, jwt } = auth
+  if (bearer !== undefined) {
+    object('auth.bearer', bearer)
+    stringList('auth.bearer.tokens', bearer.tokens)
+    optionalFunction('auth.bearer.verify', bearer.verify)
+    if (bearer.tokens === undefined && bearer.verify === undefined) throw new InvalidOptionError('auth.bearer', 'needs tokens or a verify function')
   }
-  if (auth.apiKey !== undefined) {
-    if (typeof auth.apiKey.name !== 'string' || !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(auth.apiKey.name)) throw new InvalidOptionError('auth.apiKey.name', 'must be a header or query parameter name')
-    if (auth.apiKey.in !== undefined && auth.apiKey.in !== 'header' && auth.apiKey.in !== 'query') throw new InvalidOptionError('auth.apiKey.in', 'must be "header" or "query"')
-    stringList('auth.apiKey.keys', auth.apiKey.keys)
-    if (auth.apiKey.keys === undefined && typeof auth.apiKey.verify !== 'function') throw new InvalidOptionError('auth.apiKey', 'needs keys or a verify function')
+  if (apiKey !== undefined) {
+    object('auth.apiKey', apiKey)
+    if (typeof apiKey.name !== 'string' || !TOKEN.test(apiKey.name)) throw new InvalidOptionError('auth.apiKey.name', 'must be a header or query parameter name')
+    if (apiKey.in !== undefined && apiKey.in !== 'header' && apiKey.in !== 'query') throw new InvalidOptionError('auth.apiKey.in', 'must be "header" or "query"')
+    stringList('auth.apiKey.keys', apiKey.keys)
+    optionalFunction('auth.apiKey.verify', apiKey.verify)
+    if (apiKey.keys === undefined && apiKey.verify === undefined) throw new InvalidOptionError('auth.apiKey', 'needs keys or a verify function')
   }
-  if (auth.jwt !== undefined) {
-    if ((auth.jwt.jwksUrl === undefined) === (auth.jwt.key === undefined)) throw new InvalidOptionError('auth.jwt', 'needs exactly one of jwksUrl and key')
-    if (auth.jwt.jwksUrl !== undefined && !URL.canParse(auth.jwt.jwksUrl)) throw new InvalidOptionError('auth.jwt.jwksUrl', 'must be an absolute URL')
-    if (auth.jwt.requiredScopes !== undefined) stringList('auth.jwt.requiredScopes', auth.jwt.requiredScopes)
+  if (jwt !== undefined) {
+    object('auth.jwt', jwt)
+    if ((jwt.jwksUrl === undefined) === (jwt.key === undefined)) throw new InvalidOptionError('auth.jwt', 'needs exactly one of jwksUrl and key')
+    if (jwt.jwksUrl !== undefined) httpUrl('auth.jwt.jwksUrl', jwt.jwksUrl)
+    const { key } = jwt
+    const isJwk = typeof key === 'object' && key !== null && typeof (key as { kty?: unknown }).kty === 'string'
+    if (key !== undefined && !types.isCryptoKey(key) && !types.isKeyObject(key) && !isJwk && !(key instanceof Uint8Array && key.length > 0)) {
+      throw new InvalidOptionError('auth.jwt.key', 'must be a CryptoKey, a KeyObject, a JWK or a non-empty Uint8Array')
+    }
+    stringOrList('auth.jwt.issuer', jwt.issuer)
+    stringOrList('auth.jwt.audience', jwt.audience)
+    if (jwt.clockTolerance !== undefined) {
+      // jose reads the tolerance at each verification, where a bad one refuses every token:
+      // its own reading, on an empty unsecured JWT, tells now.
+      try { UnsecuredJWT.decode(new UnsecuredJWT({}).encode(), { clockTolerance: jwt.clockTolerance }) } catch {
+        throw new InvalidOptionError('auth.jwt.clockTolerance', 'must be seconds >= 0 or a duration such as "30s"')
+      }
+    }
+    stringList('auth.jwt.requiredScopes', jwt.requiredScopes)
+    if (jwt.openIdConnectUrl !== undefined) httpUrl('auth.jwt.openIdConnectUrl', jwt.openIdConnectUrl)
   }
+  // The realm is written inside the quoted string of every challenge: a control character or
+  // one past Latin-1 (Node refuses both in a header, throwing on the first 401), `"` or `\`
+  // would break it.
+  if (auth.realm !== undefined && (typeof auth.realm !== 'string' || !/^[\x20-\x7e]*$/.test(auth.realm) || /["\\]/.test(auth.realm))) {
+    throw new InvalidOptionError('auth.realm', 'must be printable ASCII without " or \\')
+  }
+  flag('auth.refuseAtUpgrade', auth.refuseAtUpgrade, false)
   return auth
 }
 
 function checkRateLimit (limit: RateLimitOptions | undefined): RateLimitOptions | undefined {
   if (limit === undefined) return undefined
+  object('rateLimit', limit)
   integer('rateLimit.max', limit.max ?? 0, 0)
-  integer('rateLimit.timeWindow', limit.timeWindow, 60_000)
+  timerMs('rateLimit.timeWindow', limit.timeWindow, 60_000, 1)
   if (limit.store !== undefined && !hasMethods(limit.store, ['incr'])) throw new InvalidOptionError('rateLimit.store', 'must implement incr(key, callback, timeWindow, max)')
+  // @fastify/rate-limit's RedisStore defines its Lua commands on the client.
+  if (limit.redis !== undefined && !hasMethods(limit.redis, ['defineCommand'])) throw new InvalidOptionError('rateLimit.redis', 'must be an ioredis client (with defineCommand)')
+  optionalFunction('rateLimit.keyGenerator', limit.keyGenerator)
+  integer('rateLimit.cacheSize', limit.cacheSize, DEFAULT_CACHE_SIZE)
+  if (limit.cacheSize !== undefined && (limit.store !== undefined || limit.redis !== undefined)) {
+    throw new InvalidOptionError('rateLimit.cacheSize', 'is for the in-memory store: not with store or redis')
+  }
   return limit
 }
 
@@ -434,8 +523,9 @@ function checkSigning (signing: CardSigningOptions | undefined): CardSigningOpti
 
 function checkTenancy (options: TenancyOptions | undefined): TenancyOptions | undefined {
   if (options === undefined) return undefined
-  if (options.header !== undefined && (typeof options.header !== 'string' || options.header === '')) throw new InvalidOptionError('tenancy.header', 'must be a header name')
-  if (options.resolve !== undefined && typeof options.resolve !== 'function') throw new InvalidOptionError('tenancy.resolve', 'must be a function')
+  object('tenancy', options)
+  if (options.header !== undefined && (typeof options.header !== 'string' || !TOKEN.test(options.header))) throw new InvalidOptionError('tenancy.header', 'must be a header name')
+  optionalFunction('tenancy.resolve', options.resolve)
   return options
 }
 
@@ -456,11 +546,7 @@ export function normalizeOptions (options: A2APluginOptions): NormalizedOptions 
 
   let publicUrl: string | undefined
   if (options.publicUrl !== undefined) {
-    let url: URL | undefined
-    try { url = new URL(options.publicUrl) } catch {}
-    if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
-      throw new InvalidOptionError('publicUrl', 'must be an absolute http or https URL')
-    }
+    const url = httpUrl('publicUrl', options.publicUrl)
     publicUrl = url.origin + url.pathname.replace(/\/+$/, '')
   }
 
@@ -482,6 +568,10 @@ export function normalizeOptions (options: A2APluginOptions): NormalizedOptions 
   }
   if (options.bus !== undefined && !hasMethods(options.bus, ['publish', 'subscribe', 'listenerCount'])) {
     throw new InvalidOptionError('bus', 'must implement publish, subscribe and listenerCount')
+  }
+  const { cors } = options
+  if (cors !== undefined && typeof cors !== 'boolean' && (typeof cors !== 'object' || cors === null || Array.isArray(cors))) {
+    throw new InvalidOptionError('cors', 'must be a boolean or an object of @fastify/cors options')
   }
   for (const name of ['allowMissingVersion', 'allowUndeclaredInputModes'] as const) {
     if (options[name] !== undefined && typeof options[name] !== 'boolean') throw new InvalidOptionError(name, 'must be a boolean')
@@ -515,7 +605,7 @@ export function normalizeOptions (options: A2APluginOptions): NormalizedOptions 
     auth: checkAuth(options.auth),
     rateLimit: checkRateLimit(options.rateLimit),
     tenancy: checkTenancy(options.tenancy),
-    cors: options.cors === undefined || options.cors === false ? undefined : options.cors === true ? {} : options.cors,
+    cors: cors === undefined || cors === false ? undefined : cors === true ? {} : cors,
     signing: checkSigning(options.signing)
   }
 }

@@ -106,7 +106,7 @@ t.test('JWT: issuer, audience, expiry and scopes, with a key or a JWKS URL', asy
   t.teardown(() => jwks.close())
   const jwksUrl = `http://127.0.0.1:${(jwks.server.address() as { port: number }).port}/jwks.json`
 
-  for (const jwt of [{ key: publicKey }, { jwksUrl }]) {
+  for (const jwt of [{ key: publicKey }, { key: jwk }, { jwksUrl }]) {
     const server = await startServer({ auth: { jwt: { ...jwt, issuer: 'https://issuer.example', audience: 'a2a', requiredScopes: ['a2a:call'] } } })
     t.teardown(() => server.close())
     const send = (bearer: string) => post(server.endpoint, rpc('GetTask', { id: 'x' }), { ...V1, authorization: `Bearer ${bearer}` })
@@ -168,6 +168,13 @@ t.test('the extended card: only to authenticated callers, from a provider that s
   t.equal((await rest(server.endpoint, 'GET', '/extendedAgentCard')).status, 401)
 })
 
+t.test('realm: the challenges\' realm, any printable ASCII but " and \\', async t => {
+  const server = await startServer({ auth: { bearer: { tokens: ['s3cret'] }, realm: 'My agent (prod)' } })
+  t.teardown(() => server.close())
+  const anonymous = await post(server.endpoint, rpc('GetTask', { id: 'x' }))
+  t.equal(anonymous.headers.get('www-authenticate'), 'Bearer realm="My agent (prod)"')
+})
+
 t.test('bad auth options fail registration, naming the option', async t => {
   const { a2aWebSocket } = await import('../lib/index.js')
   const { conformanceAgent, conformanceCard } = await import('../examples/agent.js')
@@ -180,4 +187,35 @@ t.test('bad auth options fail registration, naming the option', async t => {
   await t.rejects(register({ bearer: { tokens: [] } }), { message: 'Invalid option auth.bearer.tokens: must be a non-empty array of non-empty strings' })
   await t.rejects(register({ apiKey: { name: 'bad name', keys: ['k'] } }), { message: /auth\.apiKey\.name/ })
   await t.rejects(register({ jwt: {} }), { message: 'Invalid option auth.jwt: needs exactly one of jwksUrl and key' })
+  const key = new Uint8Array(32)
+  const refusals: Array<[unknown, string]> = [
+    [null, 'auth: must be an object'],
+    [{ bearer: null }, 'auth.bearer: must be an object'],
+    [{ apiKey: 'X-API-Key' }, 'auth.apiKey: must be an object'],
+    [{ jwt: null }, 'auth.jwt: must be an object'],
+    [{ bearer: { tokens: ['a'], verify: 5 } }, 'auth.bearer.verify: must be a function'],
+    [{ apiKey: { name: 'X-API-Key', keys: ['k'], verify: 'yes' } }, 'auth.apiKey.verify: must be a function'],
+    [{ bearer: { tokens: ['a'] }, refuseAtUpgrade: 'yes' }, 'auth.refuseAtUpgrade: must be a boolean'],
+    [{ jwt: { key, clockTolerance: 'abc' } }, 'auth.jwt.clockTolerance: must be seconds >= 0 or a duration such as "30s"'],
+    [{ jwt: { key, clockTolerance: -1 } }, 'auth.jwt.clockTolerance: must be seconds >= 0 or a duration such as "30s"'],
+    [{ jwt: { key, issuer: 5 } }, 'auth.jwt.issuer: must be a non-empty string or a non-empty array of them'],
+    [{ jwt: { key, audience: ['a', ''] } }, 'auth.jwt.audience: must be a non-empty string or a non-empty array of them'],
+    [{ jwt: { key: 'secret' } }, 'auth.jwt.key: must be a CryptoKey, a KeyObject, a JWK or a non-empty Uint8Array'],
+    [{ jwt: { key: new Uint8Array(0) } }, 'auth.jwt.key: must be a CryptoKey, a KeyObject, a JWK or a non-empty Uint8Array'],
+    [{ jwt: { jwksUrl: 'ftp://idp.example/jwks' } }, 'auth.jwt.jwksUrl: must be an absolute http or https URL'],
+    [{ jwt: { jwksUrl: '/jwks' } }, 'auth.jwt.jwksUrl: must be an absolute http or https URL'],
+    [{ jwt: { key, openIdConnectUrl: 5 } }, 'auth.jwt.openIdConnectUrl: must be an absolute http or https URL'],
+    [{ bearer: { tokens: ['a'] }, realm: 'a2a\r\nX-Injected: 1' }, 'auth.realm: must be printable ASCII without " or \\'],
+    [{ bearer: { tokens: ['a'] }, realm: 'a"b' }, 'auth.realm: must be printable ASCII without " or \\'],
+    [{ bearer: { tokens: ['a'] }, realm: 'a\\' }, 'auth.realm: must be printable ASCII without " or \\'],
+    [{ bearer: { tokens: ['a'] }, realm: '日本' }, 'auth.realm: must be printable ASCII without " or \\'],
+    [{ bearer: { tokens: ['a'] }, realm: 5 }, 'auth.realm: must be printable ASCII without " or \\']
+  ]
+  for (const [auth, message] of refusals) {
+    await t.rejects(register(auth as object), { code: 'A2A_ERR_INVALID_OPTION', message: `Invalid option ${message}` }, message)
+  }
+  const { publicKey } = await generateKeyPair('ES256')
+  await register({ jwt: { key: publicKey, issuer: ['https://idp.example'], audience: 'a2a', clockTolerance: '30s', openIdConnectUrl: 'https://idp.example/.well-known/openid-configuration' } })
+  await register({ jwt: { key, clockTolerance: 5 } })
+  t.pass('well-typed jwt options are accepted')
 })

@@ -52,6 +52,10 @@ t.test('bad cluster options fail registration with an error naming the option', 
     [{ cluster: { store, leaseTtl: 1000, heartbeatInterval: 1000 } }, 'cluster.heartbeatInterval'],
     [{ cluster: { store, sweepInterval: 1.5 } }, 'cluster.sweepInterval'],
     [{ cluster: { store, cancelTimeout: -1 } }, 'cluster.cancelTimeout'],
+    [{ cluster: { store, leaseTtl: 2 ** 31 } }, 'cluster.leaseTtl'],
+    [{ cluster: { store, heartbeatInterval: 2 ** 31 } }, 'cluster.heartbeatInterval'],
+    [{ cluster: { store, sweepInterval: 2 ** 31 } }, 'cluster.sweepInterval'],
+    [{ cluster: { store, cancelTimeout: 2 ** 31 } }, 'cluster.cancelTimeout'],
     [{ cluster: { store, messageIdTtl: 'x' as never } }, 'cluster.messageIdTtl']
   ]
   for (const [options, name] of cases) {

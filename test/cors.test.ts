@@ -1,6 +1,8 @@
 // CORS through @fastify/cors (issue 5): preflight for the JSON-RPC and REST routes with
 // the A2A service parameters allowed and the headers a client reads exposed.
 import t from 'tap'
+import { conformanceAgent, conformanceCard } from '../examples/agent.js'
+import { normalizeOptions } from '../lib/options.js'
 import { post, startServer } from './helpers/server.js'
 
 t.test('preflight and response headers on the A2A routes and the card', async t => {
@@ -48,4 +50,13 @@ t.test('with no prefix (the default) the routes, the card and the preflight shar
   t.equal(card.status, 200)
   t.equal(card.headers.get('access-control-allow-origin'), origin)
   t.equal((await card.json()).supportedInterfaces[0].url, server.origin)
+
+})
+t.test('cors is a boolean or an object of @fastify/cors options; anything else fails registration', async t => {
+  const options = (cors: unknown) => normalizeOptions({ executor: conformanceAgent, card: conformanceCard, cors: cors as never })
+  for (const cors of ['yes', 5, null, [], () => {}]) {
+    t.throws(() => options(cors), { code: 'A2A_ERR_INVALID_OPTION', message: 'Invalid option cors: must be a boolean or an object of @fastify/cors options' }, String(cors))
+  }
+  t.same(options(true).cors, {})
+  t.equal(options(false).cors, undefined)
 })

@@ -1,6 +1,7 @@
-// No secret in the log: Fastify logs every request's URL before any hook runs, so an API key
-// sent in the query string (auth.apiKey.in: 'query') is logged by the A2A routes redacted,
-// through the instance's own `req` serializer; the user's routes log as they did.
+// What the log holds of credentials: Fastify logs every request's URL before any hook runs,
+// so an API key sent in the query string (auth.apiKey.in: 'query') is logged by the A2A
+// routes redacted, through the instance's own `req` serializer (the user's routes log as they
+// did); each refusal by auth is logged (spec §13), what was refused and why, never the credential.
 import { Writable } from 'node:stream'
 import Fastify from 'fastify'
 import t from 'tap'
@@ -8,7 +9,7 @@ import { a2aWebSocket } from '../lib/index.js'
 import { withoutParameter } from '../lib/interceptors/redact.js'
 import { conformanceAgent, conformanceCard } from '../examples/agent.js'
 import { post, V1 } from './helpers/server.js'
-import { connect } from './helpers/ws.js'
+import { connect, refusedUpgrade } from './helpers/ws.js'
 
 const SECRET = 'key-that-must-not-be-logged'
 
@@ -65,4 +66,30 @@ t.test('withoutParameter replaces every value of the parameter, compared decoded
   t.equal(withoutParameter('/a?%6B=1&bad=%E0', 'k'), '/a?%6B=REDACTED&bad=%E0')
   t.equal(withoutParameter('/a?x=1', 'k'), '/a?x=1')
   t.equal(withoutParameter('/a', 'k'), '/a')
+})
+
+t.test('every refusal by auth is logged with its binding, method and reason, never with the credential', async t => {
+  const lines: string[] = []
+  const stream = new Writable({ write (chunk, _encoding, done) { lines.push(...chunk.toString().split('\n').filter(Boolean)); done() } })
+  const fastify = Fastify({ logger: { stream } })
+  await fastify.register(a2aWebSocket, { executor: conformanceAgent, card: conformanceCard, auth: { bearer: { tokens: ['right'] } } })
+  await fastify.listen({ host: '127.0.0.1', port: 0 })
+  t.teardown(() => fastify.close())
+  const address = fastify.server.address()
+  const origin = `http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}`
+  const wrong = { ...V1, authorization: `Bearer ${SECRET}` }
+  t.equal((await post(origin, { jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: 'x' } }, wrong)).status, 401)
+  t.equal((await fetch(`${origin}/tasks/x`, { headers: V1 })).status, 401)
+  t.equal((await refusedUpgrade(`ws://127.0.0.1:${origin.split(':')[2]}/`, { headers: { ...wrong, 'Sec-WebSocket-Protocol': 'a2a.v1' } })).status, 401)
+  const socket = await connect(`ws://127.0.0.1:${origin.split(':')[2]}/?A2A-Version=1.0`, { headers: { authorization: `Bearer ${SECRET}` } })
+  t.equal((await socket.request('GetTask', { id: 'x' })).error.code, -32600)
+  socket.close()
+  const invalid = 'Bearer realm="a2a", error="invalid_token"'
+  t.same(lines.map(line => JSON.parse(line)).filter(entry => entry.msg === 'A2A call refused by auth').map(entry => [entry.level, entry.a2aRefusal]), [
+    [30, { binding: 'JSONRPC', method: 'GetTask', reason: 'UNAUTHENTICATED', challenge: invalid }],
+    [30, { binding: 'HTTP+JSON', method: 'GetTask', reason: 'UNAUTHENTICATED', challenge: 'Bearer realm="a2a"' }],
+    [30, { binding: 'upgrade', method: '', reason: 'UNAUTHENTICATED', challenge: invalid }],
+    [30, { binding: 'https://a2a-rust.com/bindings/websocket/v1', method: 'GetTask', reason: 'UNAUTHENTICATED', challenge: invalid }]
+  ])
+  t.same(lines.filter(line => line.includes(SECRET)), [], 'no line holds the credential')
 })

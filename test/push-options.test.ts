@@ -37,6 +37,13 @@ t.test('bad options fail registration with an error naming the option', async t 
   }
 })
 
+t.test('a delay setTimeout cannot hold (over 2**31 - 1 ms, which would fire at once) fails registration', async t => {
+  for (const name of ['timeout', 'retryDelay', 'maxRetryDelay'] as const) {
+    await t.rejects(register({ push: { [name]: 2 ** 31 } }), { code: 'A2A_ERR_INVALID_OPTION', message: `Invalid option push.${name}: must be at most 2147483647 ms` }, name)
+  }
+  t.ok((await register({ push: { timeout: 2 ** 31 - 1, retryDelay: 2 ** 31 - 1, maxRetryDelay: 2 ** 31 - 1 } })).a2a.push, 'the longest is accepted')
+})
+
 t.test('good allow-list entries are accepted', async t => {
   const fastify = await register({ push: { allow: ['127.0.0.1', '10.0.0.0/8', '::1', 'fd00::/8', 'hooks.internal'] } })
   t.ok(fastify.a2a.push)

@@ -1,6 +1,8 @@
 // Built-in rate limiting (issue 5): a fixed window per caller on every binding and every
 // WebSocket frame, counted exactly even for frames that arrive in one TCP write.
 import t from 'tap'
+import { conformanceAgent, conformanceCard } from '../examples/agent.js'
+import { normalizeOptions } from '../lib/options.js'
 import { post, startServer, userMessage, V1 } from './helpers/server.js'
 import { rest } from './helpers/rest.js'
 import { clientFrame, connect, frameReader, rawUpgrade, wsUrl } from './helpers/ws.js'
@@ -77,6 +79,18 @@ t.test('per caller: the identity when one is authenticated, else the IP', async 
   t.equal((await as('ben')).status, 200, 'another caller from the same IP has its own budget')
 })
 
+t.test('cacheSize: the in-memory store counts that many callers; past it the least recently counted starts over', async t => {
+  const limited = (cacheSize?: number) => startServer({ rateLimit: { max: 1, timeWindow: 60_000, cacheSize, keyGenerator: context => context.serviceParams['x-caller'] ?? '' } })
+  for (const [cacheSize, afterOthers] of [[2, 200], [3, 429], [undefined, 429]] as const) {
+    const server = await limited(cacheSize)
+    t.teardown(() => server.close())
+    const as = async (caller: string) => (await post(server.endpoint, rpc(1), { ...V1, 'x-caller': caller })).status
+    t.same([await as('ann'), await as('ann')], [200, 429], 'ann spends her budget')
+    t.same([await as('ben'), await as('cid')], [200, 200])
+    t.equal(await as('ann'), afterOthers, `cacheSize ${String(cacheSize)}: after two other callers ann is ${afterOthers === 200 ? 'forgotten' : 'still counted'}`)
+  }
+})
+
 t.test('a custom store of @fastify/rate-limit\'s interface is used', async t => {
   const keys: string[] = []
   const server = await startServer({
@@ -120,4 +134,21 @@ t.test('a call auth refuses is spent from the budget of the caller as known with
   const upgrades = []
   for (let n = 0; n < 4; n++) upgrades.push((await refusedUpgrade(wsUrl(server.origin), { headers: { authorization: `Bearer guess-${n}` } })).status)
   t.same(upgrades, [401, 401, 401, 429], 'upgrades refused by auth are spent from the IP\'s budget of upgrades')
+})
+
+t.test('bad rateLimit options fail registration, naming the option', async t => {
+  const options = (rateLimit: unknown) => normalizeOptions({ executor: conformanceAgent, card: conformanceCard, rateLimit: rateLimit as never })
+  const refusals: Array<[unknown, string]> = [
+    [null, 'rateLimit: must be an object'],
+    ['x', 'rateLimit: must be an object'],
+    [{}, 'rateLimit.max: must be an integer >= 1'],
+    [{ max: 5, keyGenerator: 5 }, 'rateLimit.keyGenerator: must be a function'],
+    [{ max: 5, redis: {} }, 'rateLimit.redis: must be an ioredis client (with defineCommand)'],
+    [{ max: 5, cacheSize: 0 }, 'rateLimit.cacheSize: must be an integer >= 1'],
+    [{ max: 5, cacheSize: 10, store: { incr () {} } }, 'rateLimit.cacheSize: is for the in-memory store: not with store or redis'],
+    [{ max: 5, timeWindow: 2 ** 31 }, 'rateLimit.timeWindow: must be at most 2147483647 ms']
+  ]
+  for (const [rateLimit, message] of refusals) {
+    t.throws(() => options(rateLimit), { code: 'A2A_ERR_INVALID_OPTION', message: `Invalid option ${message}` }, message)
+  }
 })

@@ -2,7 +2,9 @@
 // every binding (TaskNotFound, never "forbidden"); tenants come from the REST path, the
 // request's tenant field, a header or a resolver; a store that cannot isolate refuses them.
 import t from 'tap'
+import { conformanceAgent, conformanceCard } from '../examples/agent.js'
 import { MemoryTaskStore, type TaskStore } from '../lib/index.js'
+import { normalizeOptions } from '../lib/options.js'
 import { post, startServer, userMessage, V1 } from './helpers/server.js'
 import { rest, restRequest } from './helpers/rest.js'
 import { connect, wsUrl } from './helpers/ws.js'
@@ -86,6 +88,19 @@ t.test('a tenant header, and a resolver that wins over everything', async t => {
   t.teardown(() => resolved.close())
   const sent = await rest(resolved.endpoint, 'POST', '/ignored/message:send', { body: { message: userMessage('x') }, headers: { ...V1, 'content-type': 'application/json', 'x-org': '42' } })
   t.ok(await resolved.fastify.a2a.taskStore.get(sent.body.task.id, { tenant: 'org-42' }))
+})
+
+t.test('bad tenancy options fail registration, naming the option', async t => {
+  const options = (tenancy: unknown) => normalizeOptions({ executor: conformanceAgent, card: conformanceCard, tenancy: tenancy as never })
+  const refusals: Array<[unknown, string]> = [
+    [null, 'tenancy: must be an object'],
+    [{ header: 'bad header' }, 'tenancy.header: must be a header name'],
+    [{ header: '' }, 'tenancy.header: must be a header name'],
+    [{ resolve: 'x' }, 'tenancy.resolve: must be a function']
+  ]
+  for (const [tenancy, message] of refusals) {
+    t.throws(() => options(tenancy), { code: 'A2A_ERR_INVALID_OPTION', message: `Invalid option ${message}` }, message)
+  }
 })
 
 t.test('a resolver\'s answer is final: \'\' pins the default tenant over the path, header and request', async t => {

@@ -14,7 +14,7 @@ const OFFER_V1 = { 'Sec-WebSocket-Protocol': 'a2a.v1' }
 const auth = { bearer: { verify: (token: string) => token.startsWith('token-') ? { subject: token.slice(6) } : undefined } }
 const as = (subject: string) => ({ headers: { authorization: `Bearer token-${subject}` } })
 
-t.test('the defaults: 1 MiB, 128 streams, 256 connections per identity, ping 30 s / pong 10 s / idle 5 min, 100 messages per second', async t => {
+t.test('the defaults: 1 MiB, 128 streams, 256 connections per identity, ping 30 s / pong 10 s / idle 5 min, 100 messages per second counted for 5,000 keys', async t => {
   const { websocket } = normalizeOptions({ executor: conformanceAgent, card: conformanceCard })
   t.same(websocket.a2aV1, {
     refuseAtUpgrade: true,
@@ -24,11 +24,17 @@ t.test('the defaults: 1 MiB, 128 streams, 256 connections per identity, ping 30 
     pingInterval: 30_000,
     pongTimeout: 10_000,
     idleTimeout: 300_000,
-    messageRate: { max: 100, timeWindow: 1000, store: undefined }
+    messageRate: { max: 100, timeWindow: 1000, store: undefined, cacheSize: 5000 }
   })
   t.equal(normalizeOptions({ executor: conformanceAgent, card: conformanceCard, websocket: { a2aV1: { rateLimit: false } } }).websocket.a2aV1?.messageRate, undefined)
   t.throws(() => normalizeOptions({ executor: conformanceAgent, card: conformanceCard, websocket: { a2aV1: { maxStreams: 0 } } }), { message: 'Invalid option websocket.a2aV1.maxStreams: must be an integer >= 1' })
   t.throws(() => normalizeOptions({ executor: conformanceAgent, card: conformanceCard, websocket: { a2aV1: { rateLimit: { store: {} as any } } } }), { message: 'Invalid option websocket.a2aV1.rateLimit.store: must implement incr(key, callback, timeWindow, max)' })
+  for (const name of ['pingInterval', 'pongTimeout', 'idleTimeout'] as const) {
+    t.throws(() => normalizeOptions({ executor: conformanceAgent, card: conformanceCard, websocket: { a2aV1: { [name]: 2 ** 31 } } }), { message: `Invalid option websocket.a2aV1.${name}: must be at most 2147483647 ms` })
+  }
+  t.throws(() => normalizeOptions({ executor: conformanceAgent, card: conformanceCard, websocket: { a2aV1: { rateLimit: { timeWindow: 2 ** 31 } } } }), { message: 'Invalid option websocket.a2aV1.rateLimit.timeWindow: must be at most 2147483647 ms' })
+  t.throws(() => normalizeOptions({ executor: conformanceAgent, card: conformanceCard, websocket: { a2aV1: { rateLimit: { cacheSize: 0 } } } }), { message: 'Invalid option websocket.a2aV1.rateLimit.cacheSize: must be an integer >= 1' })
+  t.throws(() => normalizeOptions({ executor: conformanceAgent, card: conformanceCard, websocket: { a2aV1: { rateLimit: { cacheSize: 10, store: { incr () {} } } } } }), { message: 'Invalid option websocket.a2aV1.rateLimit.cacheSize: is for the in-memory store: not with store' })
 })
 
 t.test('past maxStreams a request gets -32000 "Too many concurrent streams"; the connection survives', async t => {
@@ -78,6 +84,22 @@ t.test('the rate is shared by the connections of one identity, not by other iden
   t.equal((await second.closed).code, 1008)
   t.equal(first.socket.readyState, first.socket.OPEN, 'only the connection that sent past the budget is closed')
   for (const id of ['b1', 'b2', 'b3']) t.equal((await bob.request(id, 'GetTask', { id: 'x' })).error.code, -32001, `bob's ${id}`)
+})
+
+t.test('rateLimit.cacheSize: past that many connections and identities counted, the least recently counted starts over', async t => {
+  for (const [cacheSize, afterBob] of [[2, -32001], [4, -32000]] as const) {
+    const server = await startServer({ auth, websocket: { a2aV1: { rateLimit: { max: 2, timeWindow: 60_000, cacheSize } } } })
+    t.teardown(() => server.close())
+    const first = await connectV1(v1Url(server.origin), as('alice'))
+    for (const id of ['a1', 'a2']) t.equal((await first.request(id, 'GetTask', { id: 'x' })).error.code, -32001, `alice's ${id}`)
+    first.close()
+    const bob = await connectV1(v1Url(server.origin), as('bob'))
+    t.equal((await bob.request('b1', 'GetTask', { id: 'x' })).error.code, -32001, 'bob counts two keys: his connection and his identity')
+    bob.close()
+    const second = await connectV1(v1Url(server.origin), as('alice'))
+    t.equal((await second.request('a3', 'GetTask', { id: 'x' })).error.code, afterBob, `cacheSize ${cacheSize}: alice's identity is ${afterBob === -32001 ? 'forgotten' : 'still counted'}`)
+    second.close()
+  }
 })
 
 t.test('past maxConnectionsPerIdentity an a2a.v1 upgrade is refused with 503; a freed slot is reused', async t => {

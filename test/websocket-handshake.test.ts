@@ -5,6 +5,7 @@ import fastifyWebsocket from '@fastify/websocket'
 import t, { type Test } from 'tap'
 import { WEBSOCKET_BINDING_URI, a2aWebSocket } from '../lib/index.js'
 import { conformanceAgent, conformanceCard } from '../examples/agent.js'
+import { normalizeOptions } from '../lib/options.js'
 import { startServer, userMessage } from './helpers/server.js'
 import { clientOf, connect, rawUpgrade, refusedUpgrade, wsUrl } from './helpers/ws.js'
 import { connectV1, v1Url } from './helpers/ws-a2a-v1.js'
@@ -95,6 +96,15 @@ t.test('allowedOrigins: compared whole ignoring case; others 403 PERMISSION_DENI
   const noOrigin = await connect(wsUrl(server.origin))
   noOrigin.close()
   t.pass('an upgrade without Origin is accepted unless requireOrigin is set')
+})
+
+t.test('allowedOrigins: an entry no browser sends as its Origin fails registration, naming it', async t => {
+  const register = (allowedOrigins: string[]) => normalizeOptions({ executor: conformanceAgent, card: conformanceCard, websocket: { allowedOrigins } })
+  for (const entry of ['*', 'https://app.example.com/', 'https://app.example.com:443', 'https://*.example.com', 'app.example.com', 'https://user@app.example.com', 'https://bücher.example', 'file:///tmp']) {
+    t.throws(() => register(['https://ok.example', entry]), { code: 'A2A_ERR_INVALID_OPTION', message: 'Invalid option websocket.allowedOrigins[1]: must be an origin, scheme://host[:port], or null' }, entry)
+  }
+  const origins = ['https://App.example.com', 'http://127.0.0.1:8080', 'http://[::1]:3000', 'https://xn--bcher-kva.example', 'chrome-extension://abcdefghijklmnop', 'null']
+  t.same(register(origins).websocket.allowedOrigins, origins, 'serialized origins are accepted as given')
 })
 
 t.test('requireOrigin refuses an upgrade without Origin', async t => {

@@ -2,7 +2,9 @@
 // connection cap, idle connections, and a graceful close.
 import { connect as netConnect } from 'node:net'
 import t from 'tap'
+import { conformanceAgent, conformanceCard } from '../examples/agent.js'
 import { PermissionDeniedError } from '../lib/index.js'
+import { normalizeOptions, type WebSocketOptions } from '../lib/options.js'
 import { startServer, userMessage } from './helpers/server.js'
 import { clientFrame, connect, frameReader, openOrRefused, pingedThenClosedIdle, rawUpgrade, refusedUpgrade, wsUrl, type WsClient } from './helpers/ws.js'
 
@@ -39,6 +41,14 @@ t.test('a peer that opens TCP and never completes the upgrade is disconnected', 
   const ok = await connect(wsUrl(server.origin))
   t.equal((await ok.request('GetTask', { id: 'x' })).error.code, -32001, 'a prompt upgrade is unaffected')
   ok.close()
+})
+
+t.test('a timeout setTimeout cannot hold (over 2**31 - 1 ms, which would fire at once) fails registration', async t => {
+  const options = (websocket: WebSocketOptions) => normalizeOptions({ executor: conformanceAgent, card: conformanceCard, websocket })
+  t.throws(() => options({ handshakeTimeout: 2 ** 31 }), { code: 'A2A_ERR_INVALID_OPTION', message: 'Invalid option websocket.handshakeTimeout: must be at most 2147483647 ms' })
+  t.throws(() => options({ idleTimeout: 2 ** 32 + 2 }), { code: 'A2A_ERR_INVALID_OPTION', message: 'Invalid option websocket.idleTimeout: must be at most 2147483647 ms' })
+  t.throws(() => options({ closeGrace: 2 ** 31 }), { code: 'A2A_ERR_INVALID_OPTION', message: 'Invalid option websocket.closeGrace: must be at most 2147483647 ms' })
+  t.match(options({ handshakeTimeout: 2 ** 31 - 1, idleTimeout: 2 ** 31 - 1 }).websocket, { handshakeTimeout: 2 ** 31 - 1, idleTimeout: 2 ** 31 - 1 }, 'the longest is accepted')
 })
 
 t.test('maxConnections holds for upgrades that arrive together; a closed, refused or abandoned upgrade frees its slot', async t => {

@@ -46,7 +46,7 @@ export interface DialectLimits {
   /** Close with 1001 after this many ms without an application message while no request is in progress; 0 = never. */
   idleTimeout: number
   /** Messages per window on one connection and on all the connections of one identity; past it -32000 and 1008. */
-  messageRate?: { max: number, timeWindow: number, store?: RateLimitStore }
+  messageRate?: { max: number, timeWindow: number, store?: RateLimitStore, cacheSize?: number }
 }
 
 export interface WebSocketServerOptions {

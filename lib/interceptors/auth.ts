@@ -3,7 +3,7 @@
 // securitySchemes and securityRequirements are generated from the same configuration.
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { FastifyRequest } from 'fastify'
-import { createRemoteJWKSet, jwtVerify, type JWTPayload, type JWTVerifyGetKey, type CryptoKey, type KeyObject } from 'jose'
+import { createRemoteJWKSet, jwtVerify, type JWTPayload, type JWTVerifyGetKey, type CryptoKey, type JWK, type KeyObject } from 'jose'
 import { PermissionDeniedError, UnauthenticatedError, type A2AError } from '../errors/index.js'
 import type { CallContext } from '../handler/executor.js'
 import type { SecurityRequirement, SecurityScheme } from '../schema/wire.js'
@@ -31,7 +31,7 @@ export interface AuthOptions {
   /** JWT access tokens in `Authorization: Bearer`, verified with a JWKS URL or a key. */
   jwt?: {
     jwksUrl?: string
-    key?: CryptoKey | KeyObject | Uint8Array
+    key?: CryptoKey | KeyObject | JWK | Uint8Array
     issuer?: string | string[]
     audience?: string | string[]
     /** Seconds, or a jose duration string such as `"30s"`. Default 0. */
@@ -41,7 +41,7 @@ export interface AuthOptions {
     /** Advertise the scheme as OpenID Connect with this discovery URL. */
     openIdConnectUrl?: string
   }
-  /** The realm of the challenge. Default `a2a`. */
+  /** The realm of the challenge: printable ASCII without `"` or `\`. Default `a2a`. */
   realm?: string
   /** Also refuse a WebSocket upgrade that carries no valid credential, with 401 before the 101. Default false. */
   refuseAtUpgrade?: boolean
@@ -82,7 +82,7 @@ export function authentication (options: AuthOptions): Authentication {
   const apiKeys = matcher(options.apiKey?.keys)
   const apiKeyName = options.apiKey?.name.toLowerCase()
   const jwt = options.jwt
-  const jwks: JWTVerifyGetKey | CryptoKey | KeyObject | Uint8Array | undefined =
+  const jwks: JWTVerifyGetKey | CryptoKey | KeyObject | JWK | Uint8Array | undefined =
     jwt?.jwksUrl !== undefined ? createRemoteJWKSet(new URL(jwt.jwksUrl)) : jwt?.key
   const usesBearer = options.bearer !== undefined || jwt !== undefined
   const apiKeyChallenge = `ApiKey realm="${realm}", ${options.apiKey?.in ?? 'header'}="${options.apiKey?.name}"`
@@ -163,11 +163,28 @@ export function authentication (options: AuthOptions): Authentication {
     securityRequirements.push({ schemes: { apiKey: { list: [] } } })
   }
 
-  const upgrade = (request: FastifyRequest, serviceParams: Readonly<ServiceParams>) =>
-    authenticate(serviceParams, { binding: '', method: '', serviceParams: serviceParams as ServiceParams, tenant: '', extensions: [] }, request)
+  /** Spec §13: refusals are logged (what was refused and why, never the credential). */
+  const logRefusal = (request: FastifyRequest | undefined, binding: string, method: string, error: unknown): void => {
+    const { row, metadata } = error as Partial<A2AError>
+    request?.log.info({ a2aRefusal: { binding, method, reason: row?.reason ?? 'UNAUTHENTICATED', challenge: metadata?.['www-authenticate'] } }, 'A2A call refused by auth')
+  }
+  const upgrade = async (request: FastifyRequest, serviceParams: Readonly<ServiceParams>): Promise<Identity> => {
+    try {
+      return await authenticate(serviceParams, { binding: '', method: '', serviceParams: serviceParams as ServiceParams, tenant: '', extensions: [] }, request)
+    } catch (error) {
+      logRefusal(request, 'upgrade', '', error)
+      throw error
+    }
+  }
   const interceptor: A2AInterceptor = {
     async before (context: CallContext, call: InterceptedCall) {
-      const identity = await authenticate(context.serviceParams, context, call.request)
+      let identity: Identity
+      try {
+        identity = await authenticate(context.serviceParams, context, call.request)
+      } catch (error) {
+        logRefusal(call.request, context.binding, context.method, error)
+        throw error
+      }
       context.identity = identity
       context.scopes = identity.scopes
     },

@@ -14,6 +14,9 @@ export interface RateLimitStore {
   incr (key: string, callback: (error: Error | null, result?: { current: number, ttl: number }) => void, timeWindow: number, max: number): void
 }
 
+/** Callers the default in-memory store counts at once. */
+export const DEFAULT_CACHE_SIZE = 5000
+
 export interface RateLimitOptions {
   /** Calls allowed per caller per window. */
   max: number
@@ -23,6 +26,11 @@ export interface RateLimitOptions {
   store?: RateLimitStore
   /** An ioredis client: counters in Redis through @fastify/rate-limit's RedisStore. */
   redis?: unknown
+  /**
+   * Callers the default in-memory store counts at once; past it the one counted least recently
+   * is forgotten, and its budget starts over. Not with `store` or `redis`. Default 5,000.
+   */
+  cacheSize?: number
   /** The caller's key. Default: the identity's subject, else the client IP. */
   keyGenerator?: (context: CallContext, request: FastifyRequest | undefined) => string
 }
@@ -42,11 +50,13 @@ export interface WindowCounter {
 }
 
 /** The counting of `rateLimit`, also used for the a2a.v1 WebSocket dialect's message limit. */
-export function windowCounter (options: Pick<RateLimitOptions, 'max' | 'timeWindow' | 'store' | 'redis'>): WindowCounter {
+export function windowCounter (options: Pick<RateLimitOptions, 'max' | 'timeWindow' | 'store' | 'redis' | 'cacheSize'>): WindowCounter {
   const timeWindow = options.timeWindow ?? 60_000
   const { max } = options
   const store: RateLimitStore = options.store ??
-    (options.redis !== undefined ? new RedisStore(false, false, options.redis, 'fastify-a2a-rate-limit-') : new LocalStore(false, false, 5000))
+    (options.redis !== undefined
+      ? new RedisStore(false, false, options.redis, 'fastify-a2a-rate-limit-')
+      : new LocalStore(false, false, options.cacheSize ?? DEFAULT_CACHE_SIZE))
   return {
     max,
     timeWindow,
