@@ -185,9 +185,11 @@ t.test('resumeStream picks a cut stream up with SubscribeToTask after the backof
 })
 
 t.test('resumeStream throws a failure before the task is named, and one not worth retrying, as they are', async t => {
-  const capped = await startServer({ websocket: { maxConnections: 1 } })
+  const valid = new Set(['token-1', 'token-2'])
+  const capped = await startServer({ websocket: { maxConnections: 1 }, auth: { bearer: { verify: (token) => valid.has(token) ? { subject: token } : undefined } } })
   t.teardown(() => capped.close())
-  const holder = new A2AClient(v1(wsOf(capped.origin)))
+  const credential = { serviceParams: { Authorization: 'Bearer token-1' } }
+  const holder = new A2AClient(v1(wsOf(capped.origin), credential))
   t.teardown(() => holder.close())
   let resubscribed = 0
   const resubscribe = (id: string) => {
@@ -195,16 +197,17 @@ t.test('resumeStream throws a failure before the task is named, and one not wort
     return holder.resubscribe(id)
   }
   const events = holder.sendStreamingMessage({ message: userMessage('hold') })
-  const refused = resumeStream(new A2AClient(v1(wsOf(capped.origin))).sendStreamingMessage({ message: userMessage('hold') }), resubscribe, recorded().options)
+  const refused = resumeStream(new A2AClient(v1(wsOf(capped.origin), credential)).sendStreamingMessage({ message: userMessage('hold') }), resubscribe, recorded().options)
   await t.rejects(refused.next(), { name: 'UnexpectedStatusError', status: 503 }, 'sending the message again could start a second task')
 
   const resumed = resumeStream(events, resubscribe, recorded().options)
   const task = (await resumed.next()).value as StreamResponse
   t.equal((await resumed.next()).value?.statusUpdate?.status.state, 'TASK_STATE_WORKING')
-  await t.rejects(holder.getTask({ id: task.task!.id }, { serviceParams: { 'A2A-Version': '0.3' } }), { code: -32009 })
-  await t.rejects(resumed.next(), { name: 'UnsupportedVersionError', closeCode: 4002 }, 'a close after which the task is known, but not worth retrying')
+  valid.delete('token-1')
+  await t.rejects(holder.getTask({ id: task.task!.id }), { name: 'UnexpectedStatusError', status: 401 })
+  await t.rejects(resumed.next(), { name: 'AuthenticationRequiredError', closeCode: 4001 }, 'a close after which the task is known, but not worth retrying')
   t.equal(resubscribed, 0)
-  await holder.cancelTask({ id: task.task!.id })
+  await new A2AClient(new JsonRpcTransport({ url: capped.endpoint, serviceParams: { Authorization: 'Bearer token-2' } })).cancelTask({ id: task.task!.id })
 })
 
 t.test('resumeStream with getTask: a task that ended during the cut ends the stream as stored, not with the refused resubscription', async t => {
