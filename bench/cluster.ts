@@ -58,7 +58,9 @@ export async function clusterFanOut (plan: Plan): Promise<ClusterResults> {
     return instance
   }
   try {
-    const alone = await start()
+    // Alone in a schema of its own: the cluster's sweep takes a task that no lease names, as an
+    // instance outside the cluster runs it, for a dead instance's and fails it.
+    const alone = await start({ BENCH_SCHEMA: `${schema}_alone` })
     const a = await start({ BENCH_REDIS: REDIS, BENCH_PREFIX: `${schema}:` })
     const b = await start({ BENCH_REDIS: REDIS, BENCH_PREFIX: `${schema}:` })
     await deliver(alone, alone, WARMUP_CHUNKS)
@@ -77,6 +79,7 @@ export async function clusterFanOut (plan: Plan): Promise<ClusterResults> {
   } finally {
     await Promise.all(instances.map(instance => instance.stop()))
     await dropSchema(schema)
+    await dropSchema(`${schema}_alone`)
   }
   const figures = samples.figures()
   return { figures, rows: clusterRows(figures, chunks) }
