@@ -1,7 +1,7 @@
 // Seed 001, cancelStream: `{"jsonrpc":"2.0","id":…,"cancelStream":true}` stops the stream
 // in progress with that id, which ends with exactly one streamEnd and nothing after it;
 // the task goes on; a cancelStream for an unknown id is ignored.
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { eventually, startServer, userMessage } from './helpers/server.js'
 import { clientFrame, frameReader, rawUpgrade } from './helpers/ws.js'
 import { V1_PARAMS, connectV1, v1Url } from './helpers/ws-a2a-v1.js'
@@ -9,6 +9,16 @@ import { V1_PARAMS, connectV1, v1Url } from './helpers/ws-a2a-v1.js'
 const server = await startServer()
 t.teardown(() => server.close())
 const cancelStream = (id: unknown) => ({ jsonrpc: '2.0', id, cancelStream: true })
+
+/** A new connection with a `hold` stream under `id`, read up to its WORKING status. */
+async function heldStream (t: Test, id: string) {
+  const client = await connectV1(v1Url(server.origin))
+  t.teardown(() => client.close())
+  client.call(id, 'SendStreamingMessage', { message: userMessage('hold') })
+  const task = (await client.nextFor(id)).result.task
+  t.equal((await client.nextFor(id)).result.statusUpdate.status.state, 'TASK_STATE_WORKING')
+  return { client, task }
+}
 
 t.test('cancelStream stops a `stream 1000` mid-way: exactly one streamEnd, no frame after it; the task goes on', async t => {
   const client = await connectV1(v1Url(server.origin))
@@ -32,11 +42,7 @@ t.test('cancelStream stops a `stream 1000` mid-way: exactly one streamEnd, no fr
 })
 
 t.test('a cancelled held stream releases its subscription; the task goes on until CancelTask', async t => {
-  const client = await connectV1(v1Url(server.origin))
-  t.teardown(() => client.close())
-  client.call('h', 'SendStreamingMessage', { message: userMessage('hold') })
-  const task = (await client.nextFor('h')).result.task
-  t.equal((await client.nextFor('h')).result.statusUpdate.status.state, 'TASK_STATE_WORKING')
+  const { client, task } = await heldStream(t, 'h')
   client.send(cancelStream('h'))
   t.same(await client.nextFor('h'), { jsonrpc: '2.0', id: 'h', streamEnd: true })
   await eventually(() => server.fastify.a2a.bus.listenerCount() === 0)
@@ -74,11 +80,7 @@ t.test('a cancelStream for an unknown id, or for a stream that has ended, is ign
 })
 
 t.test('an id in use by a request in progress is refused for another; free again once that request ends', async t => {
-  const client = await connectV1(v1Url(server.origin))
-  t.teardown(() => client.close())
-  client.call('d', 'SendStreamingMessage', { message: userMessage('hold') })
-  const task = (await client.nextFor('d')).result.task
-  t.equal((await client.nextFor('d')).result.statusUpdate.status.state, 'TASK_STATE_WORKING')
+  const { client, task } = await heldStream(t, 'd')
   for (const method of ['SendStreamingMessage', 'GetTask']) {
     client.call('d', method, method === 'GetTask' ? { id: task.id } : { message: userMessage('stream 1') })
     t.same(await client.nextFor('d'), {

@@ -88,8 +88,8 @@ export function authentication (options: AuthOptions): Authentication {
   const apiKeyChallenge = `ApiKey realm="${realm}", ${options.apiKey?.in ?? 'header'}="${options.apiKey?.name}"`
   const missing = usesBearer ? challenge : apiKeyChallenge
 
-  const unauthenticated = (error?: string): A2AError =>
-    new UnauthenticatedError().with({ metadata: { 'www-authenticate': error === undefined ? missing : `${challenge}, error="${error}"` } })
+  const challenged = (header: string): A2AError => new UnauthenticatedError().with({ metadata: { 'www-authenticate': header } })
+  const unauthenticated = (error?: string): A2AError => challenged(error === undefined ? missing : `${challenge}, error="${error}"`)
 
   async function fromBearer (token: string, context: CallContext): Promise<Identity | undefined> {
     if (jwt !== undefined && jwks !== undefined && token.split('.').length === 3) {
@@ -132,7 +132,19 @@ export function authentication (options: AuthOptions): Authentication {
   }
 
   /** The caller's identity from the credentials present; throws the refusal when none is valid. */
+  /** The caller's identity; a refusal is logged (spec §13: what was refused and why, never the credential) and thrown. */
   async function authenticate (serviceParams: Readonly<ServiceParams>, context: CallContext, request: FastifyRequest | undefined): Promise<Identity> {
+    try {
+      return await identify(serviceParams, context, request)
+    } catch (error) {
+      const { row, metadata } = error as Partial<A2AError>
+      const refusal = { binding: context.binding === '' ? 'upgrade' : context.binding, method: context.method, reason: row?.reason ?? 'UNAUTHENTICATED', challenge: metadata?.['www-authenticate'] }
+      request?.log.info({ a2aRefusal: refusal }, 'A2A call refused by auth')
+      throw error
+    }
+  }
+
+  async function identify (serviceParams: Readonly<ServiceParams>, context: CallContext, request: FastifyRequest | undefined): Promise<Identity> {
     const authorization = serviceParams.authorization
     const bearer = usesBearer && authorization !== undefined && /^bearer /i.test(authorization) ? authorization.slice(7).trim() : undefined
     const key = apiKeyOf(serviceParams, request)
@@ -141,7 +153,7 @@ export function authentication (options: AuthOptions): Authentication {
       (key === undefined ? undefined : await fromApiKey(key, context))
     if (identity === undefined) {
       // RFC 6750's error="invalid_token" belongs to a Bearer token; a refused API key is challenged for one.
-      throw bearer === undefined ? new UnauthenticatedError().with({ metadata: { 'www-authenticate': apiKeyChallenge } }) : unauthenticated('invalid_token')
+      throw bearer === undefined ? challenged(apiKeyChallenge) : unauthenticated('invalid_token')
     }
     return identity
   }
@@ -163,28 +175,11 @@ export function authentication (options: AuthOptions): Authentication {
     securityRequirements.push({ schemes: { apiKey: { list: [] } } })
   }
 
-  /** Spec §13: refusals are logged (what was refused and why, never the credential). */
-  const logRefusal = (request: FastifyRequest | undefined, binding: string, method: string, error: unknown): void => {
-    const { row, metadata } = error as Partial<A2AError>
-    request?.log.info({ a2aRefusal: { binding, method, reason: row?.reason ?? 'UNAUTHENTICATED', challenge: metadata?.['www-authenticate'] } }, 'A2A call refused by auth')
-  }
-  const upgrade = async (request: FastifyRequest, serviceParams: Readonly<ServiceParams>): Promise<Identity> => {
-    try {
-      return await authenticate(serviceParams, { binding: '', method: '', serviceParams: serviceParams as ServiceParams, tenant: '', extensions: [] }, request)
-    } catch (error) {
-      logRefusal(request, 'upgrade', '', error)
-      throw error
-    }
-  }
+  const upgrade = (request: FastifyRequest, serviceParams: Readonly<ServiceParams>) =>
+    authenticate(serviceParams, { binding: '', method: '', serviceParams: serviceParams as ServiceParams, tenant: '', extensions: [] }, request)
   const interceptor: A2AInterceptor = {
     async before (context: CallContext, call: InterceptedCall) {
-      let identity: Identity
-      try {
-        identity = await authenticate(context.serviceParams, context, call.request)
-      } catch (error) {
-        logRefusal(call.request, context.binding, context.method, error)
-        throw error
-      }
+      const identity = await authenticate(context.serviceParams, context, call.request)
       context.identity = identity
       context.scopes = identity.scopes
     },

@@ -99,22 +99,20 @@ export function rateLimit (options: RateLimitOptions): RateLimit {
     // past the budget is answered 429, so that credentials cannot be tried without end.
     counting: (authenticate) => ({
       ...authenticate,
-      before: async (context, call) => {
-        try {
-          await authenticate.before?.(context, call)
-        } catch (refusal) {
-          await before(context, call)
-          throw refusal
-        }
-      },
-      onUpgrade: async (request, serviceParams) => {
-        try {
-          await authenticate.onUpgrade?.(request, serviceParams)
-        } catch (refusal) {
-          await onUpgrade(request)
-          throw refusal
-        }
-      }
+      before: spentWhenRefused(authenticate.before, before),
+      onUpgrade: spentWhenRefused(authenticate.onUpgrade, onUpgrade)
     })
+  }
+}
+
+/** `check`, but a call it refuses is spent first with `spend`, whose own refusal (past the budget) then wins. */
+function spentWhenRefused<Args extends unknown[]> (check: ((...args: Args) => unknown) | undefined, spend: (...args: Args) => Promise<void>): (...args: Args) => Promise<void> {
+  return async (...args) => {
+    try {
+      await check?.(...args)
+    } catch (refusal) {
+      await spend(...args)
+      throw refusal
+    }
   }
 }
