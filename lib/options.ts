@@ -277,6 +277,13 @@ function object (name: string, value: unknown): void {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new InvalidOptionError(name, 'must be an object')
 }
 
+/** An optional group of options: absent is `{}`; anything but an object (`null` too) is refused. */
+function group<T extends object> (name: string, value: T | undefined): T {
+  if (value === undefined) return {} as T
+  object(name, value)
+  return value
+}
+
 function optionalFunction (name: string, value: unknown): void {
   if (value !== undefined && typeof value !== 'function') throw new InvalidOptionError(name, 'must be a function')
 }
@@ -326,12 +333,11 @@ function webSocketOptions (options: WebSocketOptions): NormalizedWebSocketOption
     handshakeTimeout: timerMs('websocket.handshakeTimeout', options.handshakeTimeout, 10_000, 0),
     maxConnections: options.maxConnections === undefined ? undefined : integer('websocket.maxConnections', options.maxConnections, 0),
     idleTimeout: timerMs('websocket.idleTimeout', options.idleTimeout, 0, 0),
-    a2aV1: a2aV1Options(options.a2aV1 ?? {})
+    a2aV1: a2aV1Options(group('websocket.a2aV1', options.a2aV1))
   }
 }
 
 function a2aV1Options (options: WebSocketA2aV1Options): NormalizedA2aV1Options | undefined {
-  if (typeof options !== 'object' || options === null) throw new InvalidOptionError('websocket.a2aV1', 'must be an object')
   if (!flag('websocket.a2aV1.enabled', options.enabled, true)) return undefined
   const { rateLimit } = options
   if (rateLimit !== undefined && rateLimit !== false && (typeof rateLimit !== 'object' || rateLimit === null)) {
@@ -367,18 +373,31 @@ function shutdownOptions (options: ShutdownOptions, closeGrace: unknown): Normal
   return { completionGrace, taskGrace: timerMs('shutdown.taskGrace', options.taskGrace, 2000, 0) }
 }
 
+/**
+ * Past this depth JSON.stringify itself overflows the stack (about 5,000 levels on Node 20):
+ * a deeper limit would admit requests whose answer cannot be written.
+ */
+const MAX_JSON_DEPTH = 1000
+
+function jsonDepth (value: unknown): number {
+  const depth = integer('maxJsonDepth', value, DEFAULT_MAX_JSON_DEPTH)
+  if (depth > MAX_JSON_DEPTH) throw new InvalidOptionError('maxJsonDepth', `must be at most ${MAX_JSON_DEPTH}`)
+  return depth
+}
+
 function flag (name: string, value: unknown, fallback: boolean): boolean {
   if (value === undefined) return fallback
   if (typeof value !== 'boolean') throw new InvalidOptionError(name, 'must be a boolean')
   return value
 }
 
-function pushOptions (options: PushOptions | undefined, declared: boolean): NormalizedPushOptions | undefined {
+function pushOptions (given: PushOptions | undefined, declared: boolean): NormalizedPushOptions | undefined {
   if (!declared) {
-    if (options !== undefined) throw new InvalidOptionError('push', 'needs card.capabilities.pushNotifications to be true')
+    if (given !== undefined) throw new InvalidOptionError('push', 'needs card.capabilities.pushNotifications to be true')
     return undefined
   }
-  const { allow = PUSH_DEFAULTS.allow, onDelivery, resolve } = options ?? {}
+  const options = group('push', given)
+  const { allow = PUSH_DEFAULTS.allow, onDelivery, resolve } = options
   if (!Array.isArray(allow)) throw new InvalidOptionError('push.allow', 'must be an array of host names, IP addresses or CIDR ranges')
   for (const entry of allow) {
     const problem = WebhookGuard.checkEntry(entry)
@@ -388,12 +407,12 @@ function pushOptions (options: PushOptions | undefined, declared: boolean): Norm
   if (resolve !== undefined && typeof resolve !== 'function') throw new InvalidOptionError('push.resolve', 'must be a function')
   return {
     allow,
-    timeout: timerMs('push.timeout', options?.timeout, PUSH_DEFAULTS.timeout, 1),
-    maxAttempts: integer('push.maxAttempts', options?.maxAttempts, PUSH_DEFAULTS.maxAttempts),
-    retryDelay: timerMs('push.retryDelay', options?.retryDelay, PUSH_DEFAULTS.retryDelay, 0),
-    maxRetryDelay: timerMs('push.maxRetryDelay', options?.maxRetryDelay, PUSH_DEFAULTS.maxRetryDelay, 0),
-    maxQueued: integer('push.maxQueued', options?.maxQueued, PUSH_DEFAULTS.maxQueued),
-    maxConfigsPerTask: integer('push.maxConfigsPerTask', options?.maxConfigsPerTask, PUSH_DEFAULTS.maxConfigsPerTask),
+    timeout: timerMs('push.timeout', options.timeout, PUSH_DEFAULTS.timeout, 1),
+    maxAttempts: integer('push.maxAttempts', options.maxAttempts, PUSH_DEFAULTS.maxAttempts),
+    retryDelay: timerMs('push.retryDelay', options.retryDelay, PUSH_DEFAULTS.retryDelay, 0),
+    maxRetryDelay: timerMs('push.maxRetryDelay', options.maxRetryDelay, PUSH_DEFAULTS.maxRetryDelay, 0),
+    maxQueued: integer('push.maxQueued', options.maxQueued, PUSH_DEFAULTS.maxQueued),
+    maxConfigsPerTask: integer('push.maxConfigsPerTask', options.maxConfigsPerTask, PUSH_DEFAULTS.maxConfigsPerTask),
     onDelivery,
     resolve
   }
@@ -591,13 +610,13 @@ export function normalizeOptions (options: A2APluginOptions): NormalizedOptions 
     allowMissingVersion: options.allowMissingVersion ?? false,
     coalesceReplies: flag('coalesceReplies', options.coalesceReplies, true),
     maxQueuedEvents: integer('maxQueuedEvents', options.maxQueuedEvents, 1024),
-    maxJsonDepth: integer('maxJsonDepth', options.maxJsonDepth, DEFAULT_MAX_JSON_DEPTH),
+    maxJsonDepth: jsonDepth(options.maxJsonDepth),
     executorTimeout: timerMs('executorTimeout', options.executorTimeout, DEFAULT_EXECUTOR_TIMEOUT, 1),
-    shutdown: shutdownOptions(options.shutdown ?? {}, options.websocket?.closeGrace),
+    shutdown: shutdownOptions(group('shutdown', options.shutdown), options.websocket?.closeGrace),
     cardMaxAge: integer('cardMaxAge', options.cardMaxAge, 300, 0),
     allowUndeclaredInputModes: options.allowUndeclaredInputModes ?? false,
     interceptors: interceptorList(options.interceptors),
-    websocket: webSocketOptions(options.websocket ?? {}),
+    websocket: webSocketOptions(group('websocket', options.websocket)),
     push: pushOptions(options.push, card.capabilities.pushNotifications === true),
     cluster,
     // A starting instance of a cluster cannot tell a dead peer's tasks from a live one's.

@@ -58,6 +58,17 @@ t.test('maxJsonDepth is an option, checked at registration', async t => {
   for (const bad of [0, -1, 2.5, 'deep']) {
     await t.rejects(startServer({ maxJsonDepth: bad as number }), InvalidOptionError, `maxJsonDepth ${String(bad)} is refused`)
   }
+  // Deeper than JSON.stringify can write (about 5,000 levels): such a request could be taken and its answer never sent.
+  await t.rejects(startServer({ maxJsonDepth: 1001 }), { code: 'A2A_ERR_INVALID_OPTION', message: 'Invalid option maxJsonDepth: must be at most 1000' })
+  const deepest = await startServer({ maxJsonDepth: 1000 })
+  t.teardown(() => deepest.close())
+  const deepData = (depth: number) => ({
+    jsonrpc: '2.0', id: 1, method: 'SendMessage',
+    params: { message: { role: 'ROLE_USER', messageId: 'deep', parts: [{ data: JSON.parse('['.repeat(depth) + ']'.repeat(depth)) }] } }
+  })
+  // The part sits 5 levels down (the request, params, message, parts, the part): 995 more fit.
+  const answered = await post(deepest.endpoint, deepData(995))
+  t.equal(answered.body.result?.task?.status?.state, 'TASK_STATE_COMPLETED', 'a request at the largest limit is served and answered')
   const shallow = await startServer({ maxJsonDepth: 8 })
   t.teardown(() => shallow.close())
   const reply = await post(shallow.endpoint, nestedRequest(7))

@@ -30,6 +30,9 @@ t.test('bad options fail registration with an error naming the option', async t 
     [{ push: { maxConfigsPerTask: 0 } }, 'push.maxConfigsPerTask'],
     [{ push: { onDelivery: 'x' as never } }, 'push.onDelivery'],
     [{ push: { resolve: 1 as never } }, 'push.resolve'],
+    // null or no object is refused, not read as the defaults
+    [{ push: null as never }, 'push'],
+    [{ push: 'fast' as never }, 'push'],
     [{ recoverTasks: 'yes' as never }, 'recoverTasks']
   ]
   for (const [options, name] of cases) {

@@ -135,6 +135,7 @@ t.test('shutdown calls the executor\'s cancel hook for every execution it cancel
 
 t.test('shutdown options: websocket.closeGrace is the older name of completionGrace', async t => {
   await t.rejects(startServer({ shutdown: { taskGrace: -1 } }), InvalidOptionError)
+  await t.rejects(startServer({ shutdown: null as never }), { code: 'A2A_ERR_INVALID_OPTION', message: 'Invalid option shutdown: must be an object' })
   await t.rejects(startServer({ shutdown: { completionGrace: 1.5 } }), InvalidOptionError)
   await t.rejects(startServer({ shutdown: { taskGrace: 2 ** 31 } }), { code: 'A2A_ERR_INVALID_OPTION', message: 'Invalid option shutdown.taskGrace: must be at most 2147483647 ms' })
   await t.rejects(startServer({ shutdown: { completionGrace: 100 }, websocket: { closeGrace: 200 } }), /websocket\.closeGrace: conflicts with shutdown\.completionGrace/)

@@ -48,6 +48,9 @@ t.test('a timeout setTimeout cannot hold (over 2**31 - 1 ms, which would fire at
   t.throws(() => options({ handshakeTimeout: 2 ** 31 }), { code: 'A2A_ERR_INVALID_OPTION', message: 'Invalid option websocket.handshakeTimeout: must be at most 2147483647 ms' })
   t.throws(() => options({ idleTimeout: 2 ** 32 + 2 }), { code: 'A2A_ERR_INVALID_OPTION', message: 'Invalid option websocket.idleTimeout: must be at most 2147483647 ms' })
   t.throws(() => options({ closeGrace: 2 ** 31 }), { code: 'A2A_ERR_INVALID_OPTION', message: 'Invalid option websocket.closeGrace: must be at most 2147483647 ms' })
+  t.throws(() => options(null as never), { code: 'A2A_ERR_INVALID_OPTION', message: 'Invalid option websocket: must be an object' })
+  t.throws(() => options(64 as never), { code: 'A2A_ERR_INVALID_OPTION', message: 'Invalid option websocket: must be an object' })
+  t.throws(() => options({ a2aV1: null as never }), { code: 'A2A_ERR_INVALID_OPTION', message: 'Invalid option websocket.a2aV1: must be an object' })
   t.match(options({ handshakeTimeout: 2 ** 31 - 1, idleTimeout: 2 ** 31 - 1 }).websocket, { handshakeTimeout: 2 ** 31 - 1, idleTimeout: 2 ** 31 - 1 }, 'the longest is accepted')
 })
 
