@@ -145,6 +145,21 @@ t.test('GET /extendedAgentCard answers the extended card', async t => {
   t.equal(reply.body.name, conformanceCard.name)
 })
 
+t.test('GET /extendedAgentCard: kept for the caller alone, revalidated by its ETag', async t => {
+  const reply = await rest(base, 'GET', '/extendedAgentCard')
+  t.equal(reply.headers.get('cache-control'), 'private, no-cache', 'it may differ per caller: no shared cache, no reuse unchecked')
+  const etag = reply.headers.get('etag')
+  t.match(etag, /^"[A-Za-z0-9_-]{27}"$/)
+  const again = await rest(base, 'GET', '/extendedAgentCard', { headers: { ...V1, 'if-none-match': `W/"other", ${etag}` } })
+  t.equal(again.status, 304)
+  t.equal(again.text, '')
+  t.equal(again.headers.get('etag'), etag)
+  t.equal(again.headers.get('cache-control'), 'private, no-cache')
+  const changed = await rest(base, 'GET', '/extendedAgentCard', { headers: { ...V1, 'if-none-match': '"other"' } })
+  t.equal(changed.status, 200, 'another ETag gets the card')
+  t.same(changed.body, reply.body)
+})
+
 t.test('the service parameters reach the executor, with the request path as :path', async t => {
   const task = (await restResult(base, 'POST', '/message:send?A2A-Version=1.0', {
     body: { message: userMessage('params') }, headers: { ...V1, 'content-type': 'application/json', 'x-trace': 'abc' }

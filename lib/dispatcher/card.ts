@@ -32,9 +32,12 @@ export interface RenderedCard {
   etag: string
 }
 
+/** A strong ETag of a body: its SHA-256, shortened. */
+export const etagOf = (body: string): string => `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`
+
 export function renderCard (card: AgentCard): RenderedCard {
   const body = JSON.stringify(card)
-  return { body, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"` }
+  return { body, etag: etagOf(body) }
 }
 
 /** Does If-None-Match name this ETag (weak comparison, RFC 9110 §13.1.2)? */

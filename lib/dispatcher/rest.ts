@@ -15,6 +15,7 @@ import { parseJson } from '../json-guard.js'
 import { logInternal } from './jsonrpc.js'
 import { queryDecoder, type Query, type QueryDecoder } from './rest-query.js'
 import { writeSse } from './sse.js'
+import { etagMatches, etagOf } from './card.js'
 
 export const REST_BINDING = 'HTTP+JSON'
 
@@ -105,6 +106,17 @@ function readBody (request: FastifyRequest, maxJsonDepth: number): Record<string
   return value as Record<string, unknown>
 }
 
+/**
+ * The extended card may differ per caller (spec §9.4): a cache may keep it for that caller
+ * alone, and must ask again before each reuse, which a matching ETag answers with 304.
+ */
+function sendExtendedCard (request: FastifyRequest, reply: FastifyReply, body: string): void {
+  const etag = etagOf(body)
+  reply.header('etag', etag).header('cache-control', 'private, no-cache')
+  if (etagMatches(request.headers['if-none-match'], etag)) reply.code(304).send()
+  else reply.type(responseType(request.headers.accept)).send(body)
+}
+
 function sendError (request: FastifyRequest, reply: FastifyReply, error: A2AError): void {
   logInternal(request, error)
   reply.code(error.row.httpStatus).headers(errorHeaders(error)).type(responseType(request.headers.accept)).send(JSON.stringify(toRestError(error)))
@@ -129,7 +141,8 @@ export async function restDispatcher (fastify: FastifyInstance, options: HttpDis
     const result = await runner.run(spec, params, httpRequestedVersion(request), context, request)
     if (context.extensions.length > 0) reply.header('a2a-extensions', context.extensions.join(', '))
     if (result.kind === 'unary') {
-      reply.type(responseType(request.headers.accept)).send(spec.serialize(result.value))
+      if (spec.name === 'GetExtendedAgentCard') sendExtendedCard(request, reply, spec.serialize(result.value))
+      else reply.type(responseType(request.headers.accept)).send(spec.serialize(result.value))
       return
     }
     // Errors before the first event are plain error responses: read it first.
