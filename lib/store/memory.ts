@@ -44,10 +44,14 @@ export function encodeCursor (updatedAt: number, id: string): string {
   return Buffer.from(JSON.stringify([updatedAt, id])).toString('base64url')
 }
 
-export function decodeCursor (token: string): [number, string] {
+/**
+ * A cursor this server issued: an integer (ms or an offset, at least `min`) and an id. Anything
+ * else is refused, so a forged one can neither loop a client nor reach a store's SQL as a bad value.
+ */
+export function decodeCursor (token: string, min = Number.MIN_SAFE_INTEGER): [number, string] {
   try {
     const cursor = JSON.parse(Buffer.from(token, 'base64url').toString())
-    if (Array.isArray(cursor) && typeof cursor[0] === 'number' && typeof cursor[1] === 'string') return cursor as [number, string]
+    if (Array.isArray(cursor) && Number.isSafeInteger(cursor[0]) && cursor[0] >= min && typeof cursor[1] === 'string') return cursor as [number, string]
   } catch {}
   throw invalidParams([{ field: 'pageToken', description: 'is not a token this server issued' }])
 }
@@ -304,7 +308,7 @@ export class MemoryPushConfigStore implements PushConfigStore {
     const all = [...(this.#forTask(taskId, scope)?.values() ?? [])]
     let start = 0
     if (page.pageToken !== undefined && page.pageToken !== '') {
-      const [offset] = decodeCursor(page.pageToken)
+      const [offset] = decodeCursor(page.pageToken, 0)
       start = offset
     }
     const configs = all.slice(start, start + page.pageSize)

@@ -426,7 +426,7 @@ export class PostgresPushConfigStore implements PushConfigStore {
   }
 
   async list (taskId: string, page: { pageSize: number, pageToken?: string }, scope: Scope): Promise<PushConfigPage> {
-    const after = page.pageToken === undefined || page.pageToken === '' ? 0 : decodeCursor(page.pageToken)[0]
+    const after = page.pageToken === undefined || page.pageToken === '' ? 0 : decodeCursor(page.pageToken, 0)[0]
     const { rows } = await this.#pool.query<{ seq: string, config: TaskPushNotificationConfig }>(`SELECT seq, config FROM ${this.#S}.a2a_push_configs
       WHERE tenant = $1 AND task_id = $2 AND seq > $3 ORDER BY seq LIMIT $4`, [scope.tenant, taskId, after, page.pageSize + 1])
     const shown = rows.slice(0, page.pageSize)

@@ -331,7 +331,7 @@ export class SqlitePushConfigStore implements PushConfigStore {
   }
 
   async list (taskId: string, page: { pageSize: number, pageToken?: string }, scope: Scope): Promise<PushConfigPage> {
-    const after = page.pageToken === undefined || page.pageToken === '' ? 0 : decodeCursor(page.pageToken)[0]
+    const after = page.pageToken === undefined || page.pageToken === '' ? 0 : decodeCursor(page.pageToken, 0)[0]
     const rows = this.#statements.list.all(scope.tenant, taskId, after, page.pageSize + 1) as Array<{ seq: number, config: string }>
     const shown = rows.slice(0, page.pageSize)
     const last = shown[shown.length - 1]

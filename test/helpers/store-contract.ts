@@ -270,6 +270,10 @@ export function storeContract (t: Test, factory: StoreFactory): void {
     t.equal(rest.nextPageToken, '')
 
     await rejectsInvalidParams(t, taskStore.list({ pageSize: 3, pageToken: 'not-a-token' }, A), 'a token this store never issued')
+    for (const time of [0.5, 1e21]) {
+      const forged = Buffer.from(JSON.stringify([time, 'x'])).toString('base64url')
+      await rejectsInvalidParams(t, taskStore.list({ pageSize: 3, pageToken: forged }, A), `a forged cursor time ${time}`)
+    }
   })
 
   t.test('list of an empty tenant: no tasks, totalSize 0, no token', async t => {
@@ -372,6 +376,12 @@ export function storeContract (t: Test, factory: StoreFactory): void {
     t.ok(await pushConfigStore.get('u', 'c1', A), "deleting t's configs left u's alone")
     t.same(await pushConfigStore.list('none', { pageSize: 10 }, A), { configs: [], nextPageToken: '' })
     await rejectsInvalidParams(t, pushConfigStore.list('t', { pageSize: 2, pageToken: '%%%' }, A), 'a bad push-config page token')
+    // Well-formed but never issued: a negative offset would hand a client the same token for ever;
+    // a fraction or a number past bigint would reach the SQL as a bad value.
+    for (const offset of [-1, 0.5, 1e21]) {
+      const forged = Buffer.from(JSON.stringify([offset, ''])).toString('base64url')
+      await rejectsInvalidParams(t, pushConfigStore.list('t', { pageSize: 2, pageToken: forged }, A), `a forged push-config offset ${offset}`)
+    }
   })
 
   t.test('concurrent updates of one task: no update is lost, each has a version of its own', async t => {
