@@ -14,7 +14,7 @@ import { requestedExtensions, requestedVersion, serviceParamFromHeaders, service
 import * as requests from '../schema/requests.js'
 import { compile, type Validator } from '../schema/validate.js'
 import { compileSerializer, serializeStreamResponse } from '../schema/serialize.js'
-import { SendMessageResponse, Task, type AgentCapabilities, type StreamResponse } from '../schema/wire.js'
+import { isKey, KEY_CHARACTERS, KEY_MAX_LENGTH, SendMessageResponse, Task, type AgentCapabilities, type StreamResponse } from '../schema/wire.js'
 
 export type MethodKind = 'unary' | 'stream'
 
@@ -199,6 +199,8 @@ function observeEnd (events: AsyncIterableIterator<StreamResponse>, complete: (o
   return observed
 }
 
+const TENANT_REFUSED = `must be at most ${KEY_MAX_LENGTH} characters and ${KEY_CHARACTERS.replace('must ', '')}`
+
 export class CallRunner {
   readonly #options: CallRunnerOptions
   readonly #supported: Set<string>
@@ -231,6 +233,8 @@ export class CallRunner {
       context.extensions = this.#activate(context.extensions)
       const tenant = (checked.value as { tenant?: unknown }).tenant
       if (context.tenant === '' && typeof tenant === 'string') context.tenant = tenant
+      // A tenant from a header or a resolver has met no schema: it is checked as the request's field is.
+      if (context.tenant !== '' && !isKey(context.tenant)) throw invalidParams([{ field: 'tenant', description: TENANT_REFUSED }])
       if (context.tenant !== '' && !this.#options.handler.isolatesTenants) {
         throw new UnsupportedOperationError(`tenant "${context.tenant}": this server's stores cannot keep tenants apart`)
       }

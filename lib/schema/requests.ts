@@ -1,9 +1,8 @@
 // Requests and responses of the eleven A2A v1.0 operations (spec §3), in ProtoJSON.
 import Type, { type Static } from 'typebox'
-import { Message, Task, TaskPushNotificationConfig, TaskState } from './wire.js'
+import { Key, Message, RequiredKey, Task, TaskPushNotificationConfig, TaskState } from './wire.js'
 
-const Tenant = Type.Optional(Type.String())
-const RequiredString = () => Type.String({ minLength: 1 })
+const Tenant = Type.Optional(Key())
 const HistoryLength = Type.Optional(Type.Integer({ minimum: 0, maximum: 2147483647 }))
 
 export const SendMessageConfiguration = Type.Object({
@@ -22,7 +21,7 @@ export const SendMessageRequest = Type.Object({
 })
 export type SendMessageRequest = Static<typeof SendMessageRequest>
 
-export const GetTaskRequest = Type.Object({ tenant: Tenant, id: RequiredString(), historyLength: HistoryLength })
+export const GetTaskRequest = Type.Object({ tenant: Tenant, id: RequiredKey(), historyLength: HistoryLength })
 export type GetTaskRequest = Static<typeof GetTaskRequest>
 
 // ProtoJSON: a plain field holding its default (`""`, the enum's 0) is as good as absent, so
@@ -31,7 +30,7 @@ export const LIST_ANY_STATE = 'TASK_STATE_UNSPECIFIED'
 
 export const ListTasksRequest = Type.Object({
   tenant: Tenant,
-  contextId: Type.Optional(Type.String()),
+  contextId: Type.Optional(Key()),
   status: Type.Optional(Type.Enum([LIST_ANY_STATE, ...TaskState.enum])),
   pageSize: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
   pageToken: Type.Optional(Type.String()),
@@ -51,22 +50,22 @@ export type ListTasksResponse = Static<typeof ListTasksResponse>
 
 export const CancelTaskRequest = Type.Object({
   tenant: Tenant,
-  id: RequiredString(),
+  id: RequiredKey(),
   metadata: Type.Optional(Type.Record(Type.String(), Type.Unknown()))
 })
 export type CancelTaskRequest = Static<typeof CancelTaskRequest>
 
-export const SubscribeToTaskRequest = Type.Object({ tenant: Tenant, id: RequiredString() })
+export const SubscribeToTaskRequest = Type.Object({ tenant: Tenant, id: RequiredKey() })
 export type SubscribeToTaskRequest = Static<typeof SubscribeToTaskRequest>
 
 /** CreateTaskPushNotificationConfig takes the config itself; the owning task is required. */
 export const CreateTaskPushNotificationConfigRequest = Type.Intersect([
   TaskPushNotificationConfig,
-  Type.Object({ taskId: RequiredString() })
+  Type.Object({ taskId: RequiredKey() })
 ])
 export type CreateTaskPushNotificationConfigRequest = Static<typeof CreateTaskPushNotificationConfigRequest>
 
-export const GetTaskPushNotificationConfigRequest = Type.Object({ tenant: Tenant, taskId: RequiredString(), id: RequiredString() })
+export const GetTaskPushNotificationConfigRequest = Type.Object({ tenant: Tenant, taskId: RequiredKey(), id: RequiredKey() })
 export type GetTaskPushNotificationConfigRequest = Static<typeof GetTaskPushNotificationConfigRequest>
 
 export const DeleteTaskPushNotificationConfigRequest = GetTaskPushNotificationConfigRequest
@@ -74,7 +73,7 @@ export type DeleteTaskPushNotificationConfigRequest = GetTaskPushNotificationCon
 
 export const ListTaskPushNotificationConfigsRequest = Type.Object({
   tenant: Tenant,
-  taskId: RequiredString(),
+  taskId: RequiredKey(),
   // The method sets no maximum: a larger page is served at the server's (MAX_PUSH_PAGE_SIZE).
   pageSize: Type.Optional(Type.Integer({ minimum: 0, maximum: 2147483647 })),
   pageToken: Type.Optional(Type.String())

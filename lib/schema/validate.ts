@@ -2,6 +2,7 @@
 // google.rpc.BadRequest field violations.
 import type { Static, TSchema } from 'typebox'
 import { Compile } from 'typebox/compile'
+import { KEY_CHARACTERS, KEY_PATTERN } from './wire.js'
 
 export interface FieldViolation {
   field: string
@@ -41,7 +42,9 @@ export function compile<S extends TSchema> (schema: S, root?: string): Validator
           if (root !== undefined) field = field === '' ? root : `${root}.${field}`
           // A REQUIRED string that is empty is absent in ProtoJSON: say so.
           const empty = error.keyword === 'minLength' && (error.params as { limit?: number }).limit === 1
-          const description = property !== undefined || empty ? 'is required' : error.message
+          const description = property !== undefined || empty
+            ? 'is required'
+            : error.keyword === 'pattern' && (error.params as { pattern?: unknown }).pattern === KEY_PATTERN ? KEY_CHARACTERS : error.message
           const key = `${field}\u0000${description}`
           if (seen.has(key)) continue
           seen.add(key)

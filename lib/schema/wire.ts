@@ -5,6 +5,20 @@ import Type, { type Static, type TSchema } from 'typebox'
 
 /** Fields marked REQUIRED that are strings must be present and non-empty (ProtoJSON drops ""). */
 const RequiredString = (options: object = {}) => Type.String({ minLength: 1, ...options })
+/**
+ * What stores key on (ids, contextId, tenant): at most 256 UTF-16 units, no NUL, no lone
+ * surrogate. PostgreSQL text holds neither (it stores a lone surrogate as U+FFFD, so two
+ * tenants could become one), and its indexes take a row of a few KiB at most.
+ */
+export const KEY_MAX_LENGTH = 256
+export const KEY_PATTERN = '^[^\\u0000\\p{Cs}]*$'
+/** What a key that fails KEY_PATTERN is told. */
+export const KEY_CHARACTERS = 'must hold no NUL character and no lone surrogate'
+const KEY = new RegExp(KEY_PATTERN, 'u')
+export const Key = (options: object = {}) => Type.String({ maxLength: KEY_MAX_LENGTH, pattern: KEY_PATTERN, ...options })
+export const RequiredKey = () => Key({ minLength: 1 })
+/** A value from outside the schemas (a tenant from a header or a resolver) checked as a `Key`. */
+export const isKey = (value: string): boolean => value.length <= KEY_MAX_LENGTH && KEY.test(value)
 const Struct = Type.Record(Type.String(), Type.Unknown())
 const StringList = Type.Array(Type.String())
 const Timestamp = Type.String({ format: 'date-time' })
@@ -45,9 +59,9 @@ export const Part = exactlyOne(Type.Object({
 export type Part = Static<typeof Part>
 
 export const Message = Type.Object({
-  messageId: RequiredString(),
-  contextId: Type.Optional(Type.String()),
-  taskId: Type.Optional(Type.String()),
+  messageId: RequiredKey(),
+  contextId: Type.Optional(Key()),
+  taskId: Type.Optional(Key()),
   role: Role,
   parts: Type.Array(Part, { minItems: 1 }),
   metadata: Type.Optional(Struct),
@@ -122,9 +136,9 @@ export const AuthenticationInfo = Type.Object({
 export type AuthenticationInfo = Static<typeof AuthenticationInfo>
 
 export const TaskPushNotificationConfig = Type.Object({
-  tenant: Type.Optional(Type.String()),
-  id: Type.Optional(Type.String()),
-  taskId: Type.Optional(Type.String()),
+  tenant: Type.Optional(Key()),
+  id: Type.Optional(Key()),
+  taskId: Type.Optional(Key()),
   url: RequiredString(),
   token: Type.Optional(Type.String()),
   authentication: Type.Optional(AuthenticationInfo)
