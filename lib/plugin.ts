@@ -120,6 +120,7 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
     onTaskEvent: push?.notify,
     checkPushConfig: push?.checkConfig,
     pushSettled: push === undefined ? undefined : (task) => push.recorded(task),
+    pushConfigDeleted: push?.configDeleted,
     maxPushConfigsPerTask: options.push?.maxConfigsPerTask,
     cluster,
     inputModes: options.allowUndeclaredInputModes
@@ -197,7 +198,7 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
   // its grace periods (lib/shutdown.ts); then every stream ends and every WebSocket gets 1001.
   const shutdown = async () => {
     refuseUpgrades(fastify.server)
-    const report = await shutDown({ handler, runner, webSockets: wsServer, server: fastify.server, options: options.shutdown })
+    const report = await shutDown({ handler, runner, webSockets: wsServer, server: fastify.server, options: options.shutdown, push })
     handler.close()
     decorator.lastShutdownReport = report
     fastify.log.info({ shutdown: report }, 'A2A shutdown')

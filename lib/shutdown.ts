@@ -29,6 +29,8 @@ export interface ShutdownParts {
   /** `fastify.server`: the SSE responses written on it. */
   server: object
   options: NormalizedShutdownOptions
+  /** Push deliveries: those still pending get the last phase's grace, as the answers do; then closing drops them. */
+  push?: { readonly pending: number }
 }
 
 const POLL_MS = 10
@@ -39,7 +41,7 @@ async function waitUntil (done: () => boolean, ms: number): Promise<void> {
   while (!done() && Date.now() < deadline) await new Promise(resolve => setTimeout(resolve, POLL_MS))
 }
 
-export async function shutDown ({ handler, runner, webSockets, server, options }: ShutdownParts): Promise<ShutdownReport> {
+export async function shutDown ({ handler, runner, webSockets, server, options, push }: ShutdownParts): Promise<ShutdownReport> {
   runner.refuseNewCalls()
   const running = handler.runningExecutions
   await waitUntil(() => handler.runningExecutions === 0 && runner.inFlight === 0, options.completionGrace)
@@ -53,9 +55,10 @@ export async function shutDown ({ handler, runner, webSockets, server, options }
   }
 
   // What no task end closes (a subscription to a task waiting for input) ends here; then
-  // the answers and last events of every call get up to taskGrace to be written.
+  // the answers and last events of every call, and the push deliveries of the tasks' last
+  // events, get up to taskGrace to be written.
   const streamsEnded = handler.failStreams(shuttingDown())
-  await waitUntil(() => runner.inFlight === 0, options.taskGrace)
+  await waitUntil(() => runner.inFlight === 0 && (push?.pending ?? 0) === 0, options.taskGrace)
   // An SSE reader that stopped reading cannot be waited for any longer.
   for (const response of sseResponses(server)) response.destroy()
   const webSocketsClosed = webSockets.connections

@@ -50,6 +50,13 @@ t.test('required fields and a URL that is not http(s) → -32602', async t => {
   t.equal((await call(url, 'CreateTaskPushNotificationConfig', { url: 'https://h.example' })).error.data[0].fieldViolations[0].field, 'taskId')
   const { error } = await call(url, 'CreateTaskPushNotificationConfig', { taskId: task.id, url: 'ftp://h.example/x' })
   t.same(error.data[0].fieldViolations, [{ field: 'url', description: 'must be an absolute http or https URL' }])
+  // Else sent as Basic auth and echoed by Get and List: credentials belong in `authentication`.
+  for (const withUser of ['https://alice:s3cret@h.example/x', 'https://alice@h.example/x', 'https://:s3cret@h.example/x']) {
+    const refused = await call(url, 'CreateTaskPushNotificationConfig', { taskId: task.id, url: withUser })
+    t.same(refused.error.data[0].fieldViolations, [{ field: 'url', description: 'must hold no user or password: give credentials in authentication' }], withUser)
+    const inline = await call(url, 'SendMessage', { message: userMessage('hello'), configuration: { taskPushNotificationConfig: { url: withUser } } })
+    t.equal(inline.error.code, -32602, `${withUser} inline`)
+  }
 })
 
 t.test('an inline config in SendMessage is stored with the new task', async t => {

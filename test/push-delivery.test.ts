@@ -138,6 +138,21 @@ t.test('deleting a config stops the deliveries already queued for it', async t =
   t.same(reports.map(r => r.outcome), ['delivered'], 'the queued events were discarded, not attempted')
 })
 
+t.test('a config deleted and created again under its id gets none of what was queued for the deleted one', async t => {
+  let release!: () => void
+  const held = new Promise<number>(resolve => { release = () => resolve(200) })
+  const { receiver, url, sender, reports } = await setup(t, path => path === '/old' ? held : 503)
+  const task = (await result(url, 'SendMessage', { message: userMessage('stream 3'), configuration: { taskPushNotificationConfig: { id: 'a', url: `${receiver.origin}/old` } } })).task
+  await eventually(() => receiver.bodies('/old').length === 1)
+  await result(url, 'DeleteTaskPushNotificationConfig', { taskId: task.id, id: 'a' })
+  await result(url, 'CreateTaskPushNotificationConfig', { taskId: task.id, id: 'a', url: `${receiver.origin}/new` })
+  release()
+  await sender.idle()
+  t.same(receiver.bodies('/new'), [], 'the new config is sent nothing from before its creation')
+  t.same(receiver.bodies('/old').length, 1, 'the old URL got the delivery in flight only: a retry of it (503) is not attempted at the new one')
+  t.same(reports.map(r => [r.event, r.outcome]), [['task', 'delivered']])
+})
+
 t.test('a receiver that fails twice then succeeds gets the same body three times, and order holds', async t => {
   const { receiver, url, sender, reports } = await setup(t, (path, n) => path === '/flaky' && n <= 2 ? 503 : 200)
   await result(url, 'SendMessage', { message: userMessage('hello'), configuration: { taskPushNotificationConfig: { url: `${receiver.origin}/flaky` } } })
@@ -150,16 +165,19 @@ t.test('a receiver that fails twice then succeeds gets the same body three times
   t.same(reports.map(r => [r.outcome, r.attempts, r.status]), [['delivered', 3, 200], ['delivered', 1, 200], ['delivered', 1, 200], ['delivered', 1, 200]])
 })
 
-/** A memory config store whose `get` throws while `failing()` says so, as a database that drops a connection does. */
-function flakyConfigs (failing: () => boolean): PushConfigStore {
+/** A memory config store whose `get` (or `list`) throws while `failing()` says so, as a database that drops a connection does. */
+function flakyConfigs (failing: () => boolean, method: 'get' | 'list' = 'get'): PushConfigStore {
   const memory = new MemoryPushConfigStore()
   return {
     isolatesTenants: true,
     set: (config, scope) => memory.set(config, scope),
-    list: (taskId, page, scope) => memory.list(taskId, page, scope),
     delete: (taskId, id, scope) => memory.delete(taskId, id, scope),
+    async list (taskId, page, scope) {
+      if (method === 'list' && failing()) throw new Error('connection reset')
+      return await memory.list(taskId, page, scope)
+    },
     async get (taskId, id, scope) {
-      if (failing()) throw new Error('connection reset')
+      if (method === 'get' && failing()) throw new Error('connection reset')
       return await memory.get(taskId, id, scope)
     }
   }
@@ -181,6 +199,28 @@ t.test('a config store that keeps failing: each event is given up after maxAttem
   await sender.idle()
   t.equal(receiver.received.length, 0)
   t.same(reports.map(r => [r.outcome, r.attempts, r.reason]), Array.from({ length: 4 }, () => ['failed', 2, 'store error']))
+})
+
+t.test('reading the task\'s configs fails a moment: the event\'s lookup is tried again after the backoff, and nothing is lost', async t => {
+  const task = { failures: 0 }
+  const { receiver, url, sender, reports } = await setup(t, undefined, {}, flakyConfigs(() => task.failures-- > 0, 'list'))
+  const created = (await result(url, 'SendMessage', { message: userMessage('input'), configuration: { taskPushNotificationConfig: { url: `${receiver.origin}/hook` } } })).task
+  await sender.idle()
+  task.failures = 2
+  await result(url, 'SendMessage', { message: userMessage('the answer', { taskId: created.id }) })
+  await sender.idle()
+  t.same(receiver.bodies('/hook').map(body => Object.keys(body)[0]), ['task', 'statusUpdate', 'artifactUpdate', 'statusUpdate'], 'every event once, in order')
+  t.same(reports.map(r => r.outcome), ['delivered', 'delivered', 'delivered', 'delivered'])
+})
+
+t.test('reading the task\'s configs keeps failing: each event is given up after maxAttempts, reported with no config id', async t => {
+  const { receiver, url, sender, reports } = await setup(t, undefined, { maxAttempts: 2 }, flakyConfigs(() => true, 'list'))
+  const created = (await result(url, 'SendMessage', { message: userMessage('hello'), configuration: { taskPushNotificationConfig: { url: `${receiver.origin}/hook` } } })).task
+  await sender.idle()
+  t.equal(receiver.received.length, 0)
+  t.same(reports, ['task', 'statusUpdate', 'artifactUpdate', 'statusUpdate'].map(event => ({
+    outcome: 'failed', taskId: created.id, configId: '', tenant: '', event, attempts: 2, reason: 'store error'
+  })))
 })
 
 t.test('408 and 429 are retried; another 4xx is not, and the queue moves on', async t => {
@@ -273,22 +313,43 @@ t.test('the attempt timeout still fires when a garbage collection runs meanwhile
   t.same(reports[0], { outcome: 'delivered', attempts: 2, status: 200, taskId: reports[0]?.taskId, configId: reports[0]?.configId, tenant: '', event: 'task' })
 })
 
-t.test('past maxQueued, deliveries are dropped and counted; the queued ones still arrive', async t => {
+t.test('past maxQueued, the longest queue drops its oldest waiting delivery: the newest, the final status, still arrives', async t => {
   let release!: () => void
   const held = new Promise<number>(resolve => { release = () => resolve(200) })
   const { receiver, url, sender, reports } = await setup(t, () => held, { maxQueued: 2 })
-  await result(url, 'SendMessage', { message: userMessage('stream 3'), configuration: { taskPushNotificationConfig: { url: `${receiver.origin}/held` } } })
+  const done = (await result(url, 'SendMessage', { message: userMessage('stream 3'), configuration: { taskPushNotificationConfig: { url: `${receiver.origin}/held` } } })).task
   await eventually(() => sender.stats.dropped === 4)
   release()
   await sender.idle()
   const bodies = receiver.bodies('/held')
-  t.same(bodies.map(body => Object.keys(body)[0]), ['task', 'statusUpdate'], 'the first two events, in order')
+  t.same(bodies.map(body => Object.keys(body)[0]), ['task', 'statusUpdate'], 'the first event, in flight, then the last')
+  t.same(bodies[1].statusUpdate.status, done.status, 'the last is the final status')
   t.same(reports.map(r => [r.event, r.outcome]), [
-    ['artifactUpdate', 'dropped'], ['artifactUpdate', 'dropped'], ['artifactUpdate', 'dropped'], ['statusUpdate', 'dropped'],
+    ['statusUpdate', 'dropped'], ['artifactUpdate', 'dropped'], ['artifactUpdate', 'dropped'], ['artifactUpdate', 'dropped'],
     ['task', 'delivered'], ['statusUpdate', 'delivered']
-  ])
+  ], 'each drop the oldest waiting: WORKING, then the chunks in order')
   t.equal(reports[0]?.reason, 'queue full')
   t.same(sender.stats, { delivered: 2, failed: 0, refused: 0, dropped: 4 })
+})
+
+// A webhook that never answers fills the shared queue with its own task's events; another
+// tenant's config must still get its turn, at the hog's expense.
+t.test('one dead webhook cannot take the queue from other configs: it loses its own oldest events', async t => {
+  let release!: () => void
+  const held = new Promise<number>(resolve => { release = () => resolve(200) })
+  const { receiver, url, sender, reports } = await setup(t, path => path === '/dead' ? held : 200, { maxQueued: 10 })
+  await result(url, 'SendMessage', { message: userMessage('stream 30'), configuration: { taskPushNotificationConfig: { url: `${receiver.origin}/dead` } } })
+  await eventually(() => sender.stats.dropped > 0)
+  const victim = (await result(url, 'SendMessage', { tenant: 'victim', message: userMessage('hello'), configuration: { taskPushNotificationConfig: { url: `${receiver.origin}/victim` } } })).task
+  await eventually(() => receiver.bodies('/victim').length === 4)
+  t.same(receiver.bodies('/victim').map(body => Object.keys(body)[0]), ['task', 'statusUpdate', 'artifactUpdate', 'statusUpdate'])
+  t.same(receiver.bodies('/victim')[3].statusUpdate.status, victim.status)
+  t.same(reports.filter(r => r.tenant === 'victim').map(r => r.outcome), ['delivered', 'delivered', 'delivered', 'delivered'], 'none of the victim\'s dropped')
+  t.ok(reports.filter(r => r.tenant === '').every(r => r.outcome === 'dropped'), 'every drop was the dead webhook\'s own')
+  release()
+  await sender.idle()
+  const last = receiver.bodies('/dead').at(-1)
+  t.equal(last.statusUpdate?.status.state, 'TASK_STATE_COMPLETED', 'the dead webhook, back, still gets its task\'s final status')
 })
 
 t.test('the event stream never waits for a webhook', async t => {
@@ -304,43 +365,64 @@ t.test('the event stream never waits for a webhook', async t => {
   t.equal(receiver.received.length, 5)
 })
 
-// Each config's deliveries wait in a queue of their own. Tenant `a` and tenant `a\0<task of a>`
-// can name a task and a config so that tenant, task id and config id, joined with NULs, spell the
-// same string: the queues must still be two, or one tenant's slow webhook would hold up the other's.
+// Each config's deliveries wait in a queue of their own. Tenant `a` and tenant `a\0t1` can name
+// a task and a config so that tenant, task id and config id, joined with NULs, spell the same
+// string: the queues must still be two, or one tenant's slow webhook would hold up the other's.
+// Requests cannot carry a NUL in those (test/keys.test.ts): the sender is driven directly.
 t.test('no two configs share a delivery queue, whatever NULs tenants and ids hold', async t => {
   let release!: () => void
   const held = new Promise<number>(resolve => { release = () => resolve(200) })
-  const { receiver, url, sender } = await setup(t, path => path === '/held' ? held : 200)
-  const first = (await result(url, 'SendMessage', { tenant: 'a', message: userMessage('input') })).task
-  const other = `a\u0000${first.id as string}`
-  const second = (await result(url, 'SendMessage', { tenant: other, message: userMessage('input') })).task
-  await result(url, 'CreateTaskPushNotificationConfig', { tenant: other, taskId: second.id, id: 'c', url: `${receiver.origin}/held` })
-  await result(url, 'CreateTaskPushNotificationConfig', { tenant: 'a', taskId: first.id, id: `${second.id as string}\u0000c`, url: `${receiver.origin}/free` })
-  await result(url, 'SendMessage', { tenant: other, message: userMessage('the answer', { taskId: second.id }) })
+  const { receiver, server, sender } = await setup(t, path => path === '/held' ? held : 200)
+  const store = server.fastify.a2a.pushConfigStore
+  const first = { taskId: 't1', contextId: 'c1', scope: { tenant: 'a' } }
+  const second = { taskId: 't2', contextId: 'c2', scope: { tenant: 'a\u0000t1' } }
+  await store.set({ id: 'c', taskId: 't2', url: `${receiver.origin}/held` }, second.scope)
+  await store.set({ id: 't2\u0000c', taskId: 't1', url: `${receiver.origin}/free` }, first.scope)
+  const working = (ref: typeof first, text: string) => ({
+    statusUpdate: { taskId: ref.taskId, contextId: ref.contextId, status: { state: 'TASK_STATE_WORKING' as const, message: { messageId: text, role: 'ROLE_AGENT' as const, parts: [{ text }] } } }
+  })
+  sender.notify(working(second, 'held 1'), second)
+  sender.notify(working(second, 'held 2'), second)
   await eventually(() => receiver.bodies('/held').length === 1)
-  const done = (await result(url, 'SendMessage', { tenant: 'a', message: userMessage('the answer', { taskId: first.id }) })).task
+  sender.notify(working(first, 'free 1'), first)
+  sender.notify(working(first, 'free 2'), first)
   await eventually(() => receiver.bodies('/free').length === 2)
-  t.same(receiver.bodies('/free'), [
-    { artifactUpdate: { taskId: first.id, contextId: first.contextId, artifact: { artifactId: 'echo', parts: [{ text: 'the answer' }] } } },
-    { statusUpdate: { taskId: first.id, contextId: first.contextId, status: done.status } }
-  ], "tenant a's config got its events while the other tenant's webhook still held its first")
+  t.same(receiver.bodies('/free'), [working(first, 'free 1'), working(first, 'free 2')], "tenant a's config got its events while the other tenant's webhook still held its first")
   t.equal(receiver.bodies('/held').length, 1, 'the held webhook still on its first delivery')
   release()
   await sender.idle()
-  t.equal(receiver.bodies('/held').length, 2, 'the held queue went on once released')
+  t.same(receiver.bodies('/held'), [working(second, 'held 1'), working(second, 'held 2')], 'the held queue went on once released')
 })
 
-t.test('closing the server drops what is queued instead of waiting for it', async t => {
+t.test('closing the server drops what is still queued after taskGrace', async t => {
   const receiver = await startReceiver(() => new Promise<number>(() => {}))
   t.teardown(() => receiver.close())
   const reports: PushDeliveryReport[] = []
-  const server = await startServer({ push: { allow: ['127.0.0.1'], onDelivery: report => reports.push(report) } })
+  const server = await startServer({ push: { allow: ['127.0.0.1'], onDelivery: report => reports.push(report) }, shutdown: { taskGrace: 200 } })
   await result(server.endpoint, 'SendMessage', { message: userMessage('hello'), configuration: { taskPushNotificationConfig: { url: `${receiver.origin}/x` } } })
   await eventually(() => receiver.received.length === 1)
   const sender = server.fastify.a2a.push as PushSender
+  const started = Date.now()
   await server.close()
+  t.ok(Date.now() - started >= 200, 'the deliveries got their grace')
   await sender.idle()
   t.same(reports.map(r => [r.outcome, r.reason]), [['dropped', 'closing'], ['dropped', 'closing'], ['dropped', 'closing'], ['dropped', 'closing']])
+})
+
+t.test('shutdown: the push deliveries of a task\'s last events get taskGrace, so its final status reaches the webhook', async t => {
+  const receiver = await startReceiver(() => sleep(150).then(() => 200))
+  t.teardown(() => receiver.close())
+  const reports: PushDeliveryReport[] = []
+  const server = await startServer({ push: { allow: ['127.0.0.1'], onDelivery: report => reports.push(report) } })
+  const task = (await result(server.endpoint, 'SendMessage', {
+    message: userMessage('sleep 300'), configuration: { returnImmediately: true, taskPushNotificationConfig: { url: `${receiver.origin}/x` } }
+  })).task
+  await server.close()
+  const last = receiver.bodies('/x').at(-1)
+  t.equal(last.statusUpdate?.status.state, 'TASK_STATE_COMPLETED', 'the final status was delivered before the server closed')
+  t.equal(last.statusUpdate?.taskId, task.id)
+  t.ok(reports.every(r => r.outcome === 'delivered'), 'nothing dropped')
+  t.same(server.fastify.a2a.lastShutdownReport?.drained, 1)
 })
 
 t.test('failures are logged without the URL, the token or the credentials', async t => {

@@ -15,9 +15,11 @@ t.test('isBlockedAddress: internal addresses in every spelling are blocked, publ
     '100.64.0.1', '0.0.0.0', '224.0.0.1', '255.255.255.255', '198.18.0.1',
     '::1', '::', '[::1]', 'fe80::1', 'fe80::1%eth0', 'fc00::1', 'fd00:ec2::254', 'ff02::1', 'fec0::1',
     '::ffff:127.0.0.1', '::ffff:7f00:1', '::ffff:10.0.0.1', '::ffff:a9fe:a9fe', '::127.0.0.1', '64:ff9b::7f00:1', '64:ff9b::10.1.2.3', '2002:7f00:1::1', '2002:a00:1::',
+    // IPv4-translated (::ffff:0:a.b.c.d), local-use NAT64, Teredo, the 6to4 relay anycast
+    '::ffff:0:7f00:1', '::ffff:0:10.0.0.1', '64:ff9b:1::1', '64:ff9b:1:ffff::8.8.8.8', '2001::1', '2001:0:4136:e378:8000:63bf:3fff:fdd2', '192.88.99.1',
     'not an address'
   ]
-  const allowed = ['8.8.8.8', '1.1.1.1', '172.32.0.1', '192.169.0.1', '100.128.0.1', '2606:4700:4700::1111', '::ffff:8.8.8.8', '64:ff9b::808:808', '2002:808:808::1']
+  const allowed = ['8.8.8.8', '1.1.1.1', '172.32.0.1', '192.169.0.1', '100.128.0.1', '2606:4700:4700::1111', '::ffff:8.8.8.8', '64:ff9b::808:808', '2002:808:808::1', '::ffff:0:808:808', '2001:4860:4860::8888']
   for (const address of blocked) t.equal(isBlockedAddress(address), true, `${address} is blocked`)
   for (const address of allowed) t.equal(isBlockedAddress(address), false, `${address} is public`)
 })
@@ -136,11 +138,14 @@ t.test('the allow-list: an address, a CIDR range, a trusted name, an IPv6 addres
     [['127.0.0.1'], '127.0.0.1'],
     [['127.0.0.0/8'], 'hook.test'],
     [['hook.test'], 'hook.test'],
+    // A fully qualified name is the same name: trusted at creation, and at delivery too
+    [['hook.test'], 'HOOK.test.'],
     [['::1'], '[::1]']
   ] as const) {
     await t.test(`allow ${allow.join(',')}: deliver to ${host}`, async t => {
       const { receiver, dns, url, task, sender } = await setup(t, [...allow])
       dns.table.set('hook.test', [{ address: '127.0.0.1', family: 4 }])
+      dns.table.set('hook.test.', [{ address: '127.0.0.1', family: 4 }])
       const target = host === '[::1]' ? await startReceiver(undefined, '::1') : receiver
       if (target !== receiver) t.teardown(() => target.close())
       await result(url, 'CreateTaskPushNotificationConfig', { taskId: task.id, url: `http://${host}:${target.port}/ok` })

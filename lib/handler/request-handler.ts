@@ -75,6 +75,8 @@ export interface RequestHandlerOptions {
    * looked up); undefined when none is pending. A new config waits for it (push delivery hooks in here).
    */
   pushSettled?: (task: TaskKey) => Promise<void> | undefined
+  /** A push config was deleted: what is queued for it goes (push delivery hooks in here). */
+  pushConfigDeleted?: (task: TaskKey, configId: string) => void
   /** Push configs one task may have (`push.maxConfigsPerTask`); undefined: no cap. */
   maxPushConfigsPerTask?: number
   /**
@@ -786,7 +788,12 @@ export class RequestHandler {
   async deleteTaskPushNotificationConfig (params: DeleteTaskPushNotificationConfigRequest, context: CallContext): Promise<Record<string, never>> {
     this.#requirePush()
     await this.#loadTask(params.taskId, context)
-    await this.#options.pushConfigStore.delete(params.taskId, params.id, this.#scope(context))
+    const scope = this.#scope(context)
+    await this.#options.pushConfigStore.delete(params.taskId, params.id, scope)
+    // Lookups of earlier events may still queue deliveries for it: once they are done, those go too.
+    const task = { tenant: scope.tenant, taskId: params.taskId }
+    await this.#options.pushSettled?.(task)
+    this.#options.pushConfigDeleted?.(task, params.id)
     return {}
   }
 
@@ -1673,6 +1680,10 @@ export class RequestHandler {
     try { url = new URL(input.url) } catch {}
     if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
       throw invalidParams([{ field: 'url', description: 'must be an absolute http or https URL' }])
+    }
+    // Credentials in the URL would be sent as Basic auth, and echoed by Get and List, outside `authentication`.
+    if (url.username !== '' || url.password !== '') {
+      throw invalidParams([{ field: 'url', description: 'must hold no user or password: give credentials in authentication' }])
     }
     const config: StoredPushConfig = {
       id: hasText(input.id) ? input.id : newId(),

@@ -2,7 +2,8 @@
 // StreamResponse, to each push config of the task. Delivery runs beside the task: the
 // executor and the streams never wait for a webhook. Each config has its own FIFO
 // queue, so a config sees its task's events in order, and a slow or failing webhook
-// holds up only itself. Queues live in memory: events not yet delivered when the
+// holds up only itself; when the queues are full, the longest gives up its oldest waiting
+// event, so one dead webhook cannot take the others' turns. Queues live in memory: events not yet delivered when the
 // process stops are lost, unless an outbox (the `cluster` option) records each delivery
 // until its outcome, for another instance to take over.
 import http from 'node:http'
@@ -32,7 +33,10 @@ export interface PushOptions {
   retryDelay?: number
   /** Longest backoff, in ms. Default 30,000. */
   maxRetryDelay?: number
-  /** Deliveries waiting or in flight, all configs together; past it new ones are dropped (and reported). Default 10,000. */
+  /**
+   * Deliveries waiting or in flight, all configs together. Past it the longest queue drops its
+   * oldest waiting delivery to make room (reported); only when no queue has one waiting is the new one dropped. Default 10,000.
+   */
   maxQueued?: number
   /** Push configs one task may have; creating one more is refused (InvalidParams), replacing one by its id is not. Default 10. */
   maxConfigsPerTask?: number
@@ -117,6 +121,8 @@ interface Delivery {
   outboxId?: string
   /** The record stays for another instance to deliver (this one closed, or was taken over). */
   kept?: boolean
+  /** Its config was deleted: no attempt more, even should a config of the same id be created. */
+  deleted?: boolean
 }
 
 /**
@@ -125,8 +131,14 @@ interface Delivery {
  * configs share a queue, whatever NULs tenants and ids hold: a tenant cannot put its deliveries
  * in another's queue, behind its own slow webhook.
  */
-function queueKeyOf ({ configId, ref }: Delivery): string {
+function queueKeyOf ({ configId, ref }: { configId: string, ref: Pick<TaskRef, 'taskId' | 'scope'> }): string {
   return `${configId.length}\u0000${configId}${topicOf(ref.scope.tenant, ref.taskId)}`
+}
+
+/** How far an event's lookup got: the next page to read, and the event once serialised. */
+interface FanOutCursor {
+  pageToken?: string
+  body?: string
 }
 
 interface Attempt {
@@ -221,15 +233,30 @@ export class PushSender {
     this.#lookups.set(topic, link.tail)
   }
 
-  /** One event's lookup, after the task's previous one: an async function, fewer promises per event than a then/catch/finally chain. */
+  /**
+   * One event's lookup, after the task's previous one: an async function, fewer promises per
+   * event than a then/catch/finally chain. A store error is retried as a delivery's is, from the
+   * page it failed on; past `maxAttempts` the event is reported failed with no config id.
+   */
   async #lookUp (previous: Promise<void> | undefined, event: StreamResponse, ref: TaskRef, version: number | undefined, onlyBehind: boolean,
     topic: string, link: { tail?: Promise<void> }): Promise<void> {
     try {
-      try {
-        await previous
-        await this.#fanOut(event, ref, version, onlyBehind)
-      } catch (error) {
-        this.#logger.error({ err: error, taskId: ref.taskId }, 'push: reading the push configs failed')
+      await previous
+      const cursor: FanOutCursor = {}
+      for (let attempts = 1; ; attempts++) {
+        try {
+          await this.#fanOut(event, ref, version, onlyBehind, cursor)
+          break
+        } catch (error) {
+          const signal = this.#closing.signal
+          if (attempts >= this.#options.maxAttempts || signal.aborted) {
+            this.#logger.error({ err: error, taskId: ref.taskId, attempts }, 'push: reading the push configs failed')
+            this.#report({ event, ref, configId: '' }, { outcome: signal.aborted ? 'dropped' : 'failed', attempts, reason: signal.aborted ? 'closing' : 'store error' })
+            break
+          }
+          this.#logger.warn({ err: error, taskId: ref.taskId, attempts }, 'push: reading the push configs failed on a store error; retrying')
+          await this.#pause(attempts, signal)
+        }
       }
     } finally {
       if (this.#lookups.get(topic) === link.tail) this.#lookups.delete(topic)
@@ -242,6 +269,11 @@ export class PushSender {
     for (const { id, tenant, taskId, contextId, configId, event } of deliveries) {
       this.#enqueue({ event, body: serializeStreamResponse(event), ref: { taskId, contextId, scope: { tenant } }, configId, outboxId: id })
     }
+  }
+
+  /** Lookups and deliveries not finished: shutdown gives them a grace period. */
+  get pending (): number {
+    return this.#busy
   }
 
   /** Resolves once every event notified so far has been delivered, given up or dropped. */
@@ -257,23 +289,36 @@ export class PushSender {
     this.#agents.https.destroy()
   }
 
-  async #fanOut (event: StreamResponse, ref: TaskRef, version: number | undefined, onlyBehind: boolean): Promise<void> {
-    // Serialised only for a task that has configs: most tasks have none.
-    let body: string | undefined
-    let pageToken: string | undefined
+  /** Queues the event for the task's configs, page by page from `cursor`, which it moves past each page queued. */
+  async #fanOut (event: StreamResponse, ref: TaskRef, version: number | undefined, onlyBehind: boolean, cursor: FanOutCursor): Promise<void> {
     do {
-      const page = await this.#store.list(ref.taskId, { pageSize: PAGE_SIZE, pageToken }, ref.scope)
+      const page = await this.#store.list(ref.taskId, { pageSize: PAGE_SIZE, pageToken: cursor.pageToken }, ref.scope)
       let configIds = page.configs.map(config => config.id as string)
       if (onlyBehind && configIds.length > 0) configIds = await this.#outbox?.behind(ref, configIds, version as number) ?? []
       const outboxIds = this.#outbox === undefined || configIds.length === 0 ? [] : await this.#outbox.record(ref, event, configIds, version)
-      configIds.forEach((configId, i) => this.#enqueue({ event, body: body ??= serializeStreamResponse(event), ref, configId, outboxId: outboxIds[i] }))
-      pageToken = page.nextPageToken
-    } while (pageToken !== '')
+      // Serialised only for a task that has configs: most tasks have none.
+      configIds.forEach((configId, i) => this.#enqueue({ event, body: cursor.body ??= serializeStreamResponse(event), ref, configId, outboxId: outboxIds[i] }))
+      cursor.pageToken = page.nextPageToken
+    } while (cursor.pageToken !== '')
+  }
+
+  /**
+   * The config was deleted: its deliveries not yet attempted go without a report (as a deleted
+   * config's always did), and the one in flight makes no further attempt. Called once the
+   * lookups of the task's earlier events are done, so none queues one for it afterwards.
+   */
+  configDeleted = (key: TaskKey, configId: string): void => {
+    const queue = this.#queues.get(queueKeyOf({ configId, ref: { taskId: key.taskId, scope: { tenant: key.tenant } } }))
+    if (queue === undefined) return
+    const [inFlight, ...waiting] = queue
+    if (inFlight !== undefined) inFlight.deleted = true
+    queue.length = 1
+    for (const delivery of waiting) this.#release(delivery)
   }
 
   #enqueue (delivery: Delivery): void {
-    if (this.#closing.signal.aborted || this.#queued >= this.#options.maxQueued) {
-      const closing = this.#closing.signal.aborted
+    const closing = this.#closing.signal.aborted
+    if (closing || (this.#queued >= this.#options.maxQueued && !this.#makeRoom())) {
       this.#report(delivery, { outcome: 'dropped', attempts: 0, reason: closing ? 'closing' : 'queue full' })
       if (closing) delivery.kept = true
       this.#forget(delivery)
@@ -290,6 +335,28 @@ export class PushSender {
     const fresh = [delivery]
     this.#queues.set(key, fresh)
     this.#drain(key, fresh).catch((error: unknown) => this.#logger.error({ err: error }, 'push: delivery queue failed'))
+  }
+
+  /**
+   * The queues are full: the longest drops its oldest delivery not yet attempted, so a webhook
+   * that holds many back loses its own oldest events and never another config's turn (its
+   * newest, such as the task's final status, stay). False when no queue has one waiting.
+   */
+  #makeRoom (): boolean {
+    let longest: Delivery[] | undefined
+    for (const queue of this.#queues.values()) if (queue.length > (longest?.length ?? 1)) longest = queue
+    if (longest === undefined) return false
+    const [oldest] = longest.splice(1, 1) as [Delivery]
+    this.#report(oldest, { outcome: 'dropped', attempts: 0, reason: 'queue full' })
+    this.#release(oldest)
+    return true
+  }
+
+  /** A delivery taken out of its queue before its attempt: its count and its outbox record go. */
+  #release (delivery: Delivery): void {
+    this.#forget(delivery)
+    this.#queued--
+    this.#settle()
   }
 
   async #drain (key: string, queue: Delivery[]): Promise<void> {
@@ -315,6 +382,7 @@ export class PushSender {
     const signal = this.#closing.signal
     for (let attempts = 1; ; attempts++) {
       if (signal.aborted) return this.#closed(delivery, attempts - 1)
+      if (delivery.deleted === true) return
       let config: TaskPushNotificationConfig | undefined
       try {
         // Taken over by another instance (this one was taken for dead): that one delivers it.
@@ -464,7 +532,7 @@ export class PushSender {
     }
   }
 
-  #report (delivery: Delivery, result: Omit<PushDeliveryReport, 'taskId' | 'configId' | 'tenant' | 'event'>): void {
+  #report (delivery: Pick<Delivery, 'event' | 'ref' | 'configId'>, result: Omit<PushDeliveryReport, 'taskId' | 'configId' | 'tenant' | 'event'>): void {
     this.stats[result.outcome]++
     const report: PushDeliveryReport = {
       ...result,

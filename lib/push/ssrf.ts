@@ -22,11 +22,12 @@ const BLOCKED = new BlockList()
 for (const [network, prefix] of [
   ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
   ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['198.51.100.0', 24], ['203.0.113.0', 24],
-  ['224.0.0.0', 4], ['240.0.0.0', 4]
+  ['192.88.99.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4]
 ] as const) BLOCKED.addSubnet(network, prefix, 'ipv4')
 for (const [network, prefix] of [
-  // ::/96 covers the unspecified address, loopback and the deprecated IPv4-compatible form.
-  ['::', 96], ['100::', 64], ['2001:db8::', 32], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8]
+  // ::/96 covers the unspecified address, loopback and the deprecated IPv4-compatible form;
+  // 64:ff9b:1::/48 is local-use NAT64 (RFC 8215); 2001::/32 is Teredo, a tunnel to an IPv4 host.
+  ['::', 96], ['64:ff9b:1::', 48], ['100::', 64], ['2001::', 32], ['2001:db8::', 32], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8]
 ] as const) BLOCKED.addSubnet(network, prefix, 'ipv6')
 
 /** The eight 16-bit groups of an IPv6 address (a trailing dotted quad is folded in). */
@@ -46,10 +47,12 @@ function ipv6Groups (address: string): number[] {
 
 const ipv4From = (high: number, low: number) => `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`
 
-/** The IPv4 address an IPv6 address carries (mapped, NAT64, 6to4), if any. */
+/** The IPv4 address an IPv6 address carries (mapped, translated, NAT64, 6to4), if any. */
 function embeddedIpv4 (groups: number[]): string | undefined {
   const [g0, g1, g2, g3, g4, g5, g6 = 0, g7 = 0] = groups
   if (g0 === 0 && g1 === 0 && g2 === 0 && g3 === 0 && g4 === 0 && g5 === 0xffff) return ipv4From(g6, g7)
+  // IPv4-translated, ::ffff:0:a.b.c.d (RFC 2765)
+  if (g0 === 0 && g1 === 0 && g2 === 0 && g3 === 0 && g4 === 0xffff && g5 === 0) return ipv4From(g6, g7)
   if (g0 === 0x64 && g1 === 0xff9b && g2 === 0 && g3 === 0 && g4 === 0 && g5 === 0) return ipv4From(g6, g7)
   if (g0 === 0x2002) return ipv4From(g1 ?? 0, g2 ?? 0)
   return undefined
@@ -179,7 +182,8 @@ export class WebhookGuard {
   async resolveForDelivery (host: string): Promise<ResolvedAddress[]> {
     const addresses = await this.#resolve(host)
     if (addresses.length === 0) throw Object.assign(new Error(`${host} has no address`), { code: 'ENOTFOUND' })
-    if (!this.trustedName(host)) this.checkAddresses(host, addresses)
+    // The connection names the host as the URL wrote it: compared as hostOf does, without case or a trailing dot.
+    if (!this.trustedName(host.toLowerCase().replace(/\.$/, ''))) this.checkAddresses(host, addresses)
     return addresses
   }
 }
