@@ -41,7 +41,10 @@ export interface WebSocketOptions {
   handshakeTimeout?: number
   /** WebSocket connections held at once; past it an upgrade is refused with 503. Default: no cap. */
   maxConnections?: number
-  /** Close a connection silent this many ms with 1001; pings keep a live peer's open. Default 0 (never). */
+  /**
+   * Close with 1001 a connection without an application message for this many ms while no request is in progress,
+   * pongs or not; a peer silent half that long is pinged, so a dead one holding a request is closed too. Default 0 (never).
+   */
   idleTimeout?: number
   /** The older name of `shutdown.completionGrace`, still accepted. */
   closeGrace?: number
