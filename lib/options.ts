@@ -535,11 +535,18 @@ function checkRateLimit (limit: RateLimitOptions | undefined): RateLimitOptions 
   return limit
 }
 
+/** Whether the key fits `alg` is known only by signing (asynchronous): the plugin signs the card once at registration. */
 function checkSigning (signing: CardSigningOptions | undefined): CardSigningOptions | undefined {
   if (signing === undefined) return undefined
+  object('signing', signing)
   if (!['ES256', 'EdDSA', 'Ed25519'].includes(signing.alg)) throw new InvalidOptionError('signing.alg', 'must be ES256, EdDSA or Ed25519')
   if (typeof signing.kid !== 'string' || signing.kid === '') throw new InvalidOptionError('signing.kid', 'must be a non-empty key id')
   if (signing.key === undefined || signing.key === null) throw new InvalidOptionError('signing.key', 'is required')
+  // RFC 7515 §4.1.2: the JWK Set must be fetched over a channel with integrity protection.
+  const { jku } = signing
+  if (jku !== undefined && !(typeof jku === 'string' && URL.canParse(jku) && new URL(jku).protocol === 'https:')) {
+    throw new InvalidOptionError('signing.jku', 'must be an https URL')
+  }
   return signing
 }
 
