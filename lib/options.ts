@@ -56,7 +56,10 @@ export interface WebSocketOptions {
 export interface WebSocketA2aV1Options {
   /** Serve the dialect on the WebSocket route, listed in the card as `protocolBinding: "WEBSOCKET"`. Default true. */
   enabled?: boolean
-  /** Refuse with 401/403 before the 101 an upgrade whose credential the built-in `auth` refuses. Default true. */
+  /**
+   * Refuse with 401/403 before the 101 an upgrade whose credential the built-in `auth` refuses. Default true.
+   * `auth.refuseAtUpgrade` refuses the upgrades of both dialects whatever this says.
+   */
   refuseAtUpgrade?: boolean
   /** Largest incoming message in bytes; a larger one closes the connection with 1009. Default 1 MiB. */
   maxMessageSize?: number
