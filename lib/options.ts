@@ -115,7 +115,7 @@ export interface NormalizedWebSocketOptions {
 export interface A2APluginOptions {
   /** The agent. */
   executor: AgentExecutor
-  /** The public agent card, without `supportedInterfaces` (the plugin lists the bindings it serves). */
+  /** The public agent card; its `supportedInterfaces` are the bindings the plugin serves, then any the card gives. */
   card: AgentCardInput
   /**
    * Absolute base URL clients reach this server at, e.g. `https://agent.example.com`.
