@@ -37,7 +37,10 @@ export interface WebSocketOptions {
   maxInFlight?: number
   /** Bytes a connection may have buffered before a stream on it ends with STREAM_LAGGED. Default 8 MiB. */
   maxBufferedBytes?: number
-  /** Disconnect a peer that does not complete its upgrade (or first request) within this many ms of connecting, a TLS handshake included; 0 = never. Default 10,000. */
+  /**
+   * Disconnect a peer that does not complete its upgrade (or first request) within this many ms of connecting, a TLS
+   * handshake included; 0 = never. Every connection of the server, the application's own routes' too. Default 10,000.
+   */
   handshakeTimeout?: number
   /** WebSocket connections held at once; past it an upgrade is refused with 503. Default: no cap. */
   maxConnections?: number
