@@ -350,7 +350,7 @@ function a2aV1Options (options: WebSocketA2aV1Options): NormalizedA2aV1Options |
   if (!flag('websocket.a2aV1.enabled', options.enabled, true)) return undefined
   const { rateLimit } = options
   if (rateLimit !== undefined && rateLimit !== false && (typeof rateLimit !== 'object' || rateLimit === null)) {
-    throw new InvalidOptionError('websocket.a2aV1.rateLimit', 'must be false or { max?, timeWindow?, store? }')
+    throw new InvalidOptionError('websocket.a2aV1.rateLimit', 'must be false or { max?, timeWindow?, store?, cacheSize? }')
   }
   if (rateLimit !== undefined && rateLimit !== false && rateLimit.store !== undefined) {
     if (!hasMethods(rateLimit.store, ['incr'])) throw new InvalidOptionError('websocket.a2aV1.rateLimit.store', 'must implement incr(key, callback, timeWindow, max)')
