@@ -191,7 +191,10 @@ export interface A2APluginOptions {
   tenancy?: TenancyOptions
   /** CORS for the A2A routes and the card (through @fastify/cors); `true` allows any origin. Default: off. */
   cors?: boolean | FastifyCorsOptions
-  /** Sign the served card with a JWS (ES256 or EdDSA) over its RFC 8785 form. Default: unsigned. */
+  /**
+   * Sign the served card with a JWS (ES256, or Ed25519 as EdDSA or Ed25519) over its RFC 8785 form under the presence
+   * rules of spec §8.4; signed once at registration, so a key that does not fit `alg` fails it. Default: unsigned.
+   */
   signing?: CardSigningOptions
 }
 
