@@ -37,11 +37,17 @@ export interface WebSocketOptions {
   maxInFlight?: number
   /** Bytes a connection may have buffered before a stream on it ends with STREAM_LAGGED. Default 8 MiB. */
   maxBufferedBytes?: number
-  /** Disconnect a peer that does not complete its upgrade (or first request) within this many ms of connecting, a TLS handshake included; 0 = never. Default 10,000. */
+  /**
+   * Disconnect a peer that does not complete its upgrade (or first request) within this many ms of connecting, a TLS
+   * handshake included; 0 = never. Every connection of the server, the application's own routes' too. Default 10,000.
+   */
   handshakeTimeout?: number
   /** WebSocket connections held at once; past it an upgrade is refused with 503. Default: no cap. */
   maxConnections?: number
-  /** Close a connection silent this many ms with 1001; pings keep a live peer's open. Default 0 (never). */
+  /**
+   * Close with 1001 a connection without an application message for this many ms while no request is in progress,
+   * pongs or not; a peer silent half that long is pinged, so a dead one holding a request is closed too. Default 0 (never).
+   */
   idleTimeout?: number
   /** The older name of `shutdown.completionGrace`, still accepted. */
   closeGrace?: number
@@ -53,7 +59,10 @@ export interface WebSocketOptions {
 export interface WebSocketA2aV1Options {
   /** Serve the dialect on the WebSocket route, listed in the card as `protocolBinding: "WEBSOCKET"`. Default true. */
   enabled?: boolean
-  /** Refuse with 401/403 before the 101 an upgrade whose credential the built-in `auth` refuses. Default true. */
+  /**
+   * Refuse with 401/403 before the 101 an upgrade whose credential the built-in `auth` refuses. Default true.
+   * `auth.refuseAtUpgrade` refuses the upgrades of both dialects whatever this says.
+   */
   refuseAtUpgrade?: boolean
   /** Largest incoming message in bytes; a larger one closes the connection with 1009. Default 1 MiB. */
   maxMessageSize?: number
@@ -109,7 +118,7 @@ export interface NormalizedWebSocketOptions {
 export interface A2APluginOptions {
   /** The agent. */
   executor: AgentExecutor
-  /** The public agent card, without `supportedInterfaces` (the plugin lists the bindings it serves). */
+  /** The public agent card; its `supportedInterfaces` are the bindings the plugin serves, then any the card gives. */
   card: AgentCardInput
   /**
    * Absolute base URL clients reach this server at, e.g. `https://agent.example.com`.
@@ -182,7 +191,10 @@ export interface A2APluginOptions {
   tenancy?: TenancyOptions
   /** CORS for the A2A routes and the card (through @fastify/cors); `true` allows any origin. Default: off. */
   cors?: boolean | FastifyCorsOptions
-  /** Sign the served card with a JWS (ES256 or EdDSA) over its RFC 8785 form. Default: unsigned. */
+  /**
+   * Sign the served card with a JWS (ES256, or Ed25519 as EdDSA or Ed25519) over its RFC 8785 form under the presence
+   * rules of spec §8.4; signed once at registration, so a key that does not fit `alg` fails it. Default: unsigned.
+   */
   signing?: CardSigningOptions
 }
 
@@ -341,7 +353,7 @@ function a2aV1Options (options: WebSocketA2aV1Options): NormalizedA2aV1Options |
   if (!flag('websocket.a2aV1.enabled', options.enabled, true)) return undefined
   const { rateLimit } = options
   if (rateLimit !== undefined && rateLimit !== false && (typeof rateLimit !== 'object' || rateLimit === null)) {
-    throw new InvalidOptionError('websocket.a2aV1.rateLimit', 'must be false or { max?, timeWindow?, store? }')
+    throw new InvalidOptionError('websocket.a2aV1.rateLimit', 'must be false or { max?, timeWindow?, store?, cacheSize? }')
   }
   if (rateLimit !== undefined && rateLimit !== false && rateLimit.store !== undefined) {
     if (!hasMethods(rateLimit.store, ['incr'])) throw new InvalidOptionError('websocket.a2aV1.rateLimit.store', 'must implement incr(key, callback, timeWindow, max)')
@@ -532,11 +544,18 @@ function checkRateLimit (limit: RateLimitOptions | undefined): RateLimitOptions 
   return limit
 }
 
+/** Whether the key fits `alg` is known only by signing (asynchronous): the plugin signs the card once at registration. */
 function checkSigning (signing: CardSigningOptions | undefined): CardSigningOptions | undefined {
   if (signing === undefined) return undefined
+  object('signing', signing)
   if (!['ES256', 'EdDSA', 'Ed25519'].includes(signing.alg)) throw new InvalidOptionError('signing.alg', 'must be ES256, EdDSA or Ed25519')
   if (typeof signing.kid !== 'string' || signing.kid === '') throw new InvalidOptionError('signing.kid', 'must be a non-empty key id')
   if (signing.key === undefined || signing.key === null) throw new InvalidOptionError('signing.key', 'is required')
+  // RFC 7515 §4.1.2: the JWK Set must be fetched over a channel with integrity protection.
+  const { jku } = signing
+  if (jku !== undefined && !(typeof jku === 'string' && URL.canParse(jku) && new URL(jku).protocol === 'https:')) {
+    throw new InvalidOptionError('signing.jku', 'must be an https URL')
+  }
   return signing
 }
 

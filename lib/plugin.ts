@@ -7,7 +7,7 @@ import type { EventBus } from './bus/types.js'
 import { InvalidAgentResponseError } from './errors/index.js'
 import type { CallContext } from './handler/executor.js'
 import { RequestHandler } from './handler/request-handler.js'
-import { interceptorList, normalizeOptions, validateCard, type A2APluginOptions, type NormalizedOptions } from './options.js'
+import { InvalidOptionError, interceptorList, normalizeOptions, validateCard, type A2APluginOptions, type NormalizedOptions } from './options.js'
 import { CallRunner } from './dispatcher/call.js'
 import { AGENT_CARD_PATH, buildCard, cardRoute, renderCard, requestOrigin, type RenderedCard, type ServedBinding } from './dispatcher/card.js'
 import { signAgentCard } from './card/signing.js'
@@ -98,6 +98,16 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
   const httpBaseOf = (origin: string) => options.publicUrl ?? origin
   const cardFor = (httpBase: string) => buildCard(publicCard, bindings, httpBase + prefix)
   const originOf = (host: string | undefined) => `${fastify.initialConfig.https === undefined ? 'http' : 'https'}://${host ?? 'localhost'}`
+  // One signature now, whatever the configuration: a key that does not fit `alg` (or is no
+  // key) fails registration, not every card request.
+  const { signing } = options
+  if (signing !== undefined) {
+    try {
+      await signAgentCard(cardFor(options.publicUrl ?? originOf(undefined)), signing)
+    } catch (error) {
+      throw new InvalidOptionError('signing.key', `cannot sign with ${signing.alg}: ${error instanceof Error ? error.message : String(error)}`, { cause: error })
+    }
+  }
 
   const cluster = options.cluster === undefined ? undefined : new ClusterMember(options.cluster, bus, fastify.log)
   const push = options.push === undefined ? undefined : new PushSender(pushConfigStore, options.push, fastify.log, cluster?.outbox)
@@ -147,12 +157,12 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
 
   // One rendering (and signature) per base URL clients reach the server at.
   const rendered = new Map<string, Promise<RenderedCard>>()
-  const { cors, signing } = options
+  const { cors } = options
   const render = async (base: string) => {
     const card = cardFor(base)
     return renderCard(signing === undefined ? card : await signAgentCard(card, signing))
   }
-  // With a fixed public URL the card is rendered (and signed) now: a bad key fails registration.
+  // With a fixed public URL the card is rendered (and signed) now, once for every request.
   if (options.publicUrl !== undefined) {
     const card = render(options.publicUrl)
     rendered.set(options.publicUrl, card)

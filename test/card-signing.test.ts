@@ -5,8 +5,10 @@ import { createPublicKey, verify as cryptoVerify } from 'node:crypto'
 import {
   base64url, createLocalJWKSet, exportJWK, FlattenedSign, generateKeyPair, generateSecret, type CryptoKey, type JWSHeaderParameters
 } from 'jose'
+import Fastify from 'fastify'
 import t from 'tap'
-import { AgentCardSignatureError, canonicalize, signAgentCard, verifyAgentCard, type AgentCard } from '../lib/index.js'
+import { AgentCardSignatureError, a2aWebSocket, canonicalize, signAgentCard, verifyAgentCard, type AgentCard, type CardSigningOptions } from '../lib/index.js'
+import { conformanceAgent, conformanceCard } from '../examples/agent.js'
 
 const card: AgentCard = {
   name: 'Signed agent',
@@ -255,4 +257,25 @@ t.test('signing options are checked', async t => {
   }
   await t.rejects(signAgentCard(card, { key: ed25519.privateKey, kid: 'k', alg: 'ES256' }), { message: 'CryptoKey does not support this operation, its algorithm.name must be ECDSA' },
     'a key that does not match alg')
+})
+
+t.test('the plugin checks signing at registration, with or without publicUrl: jku an https URL, a key that fits alg', async t => {
+  const register = async (signing: CardSigningOptions, publicUrl?: string) => {
+    const fastify = Fastify()
+    t.teardown(() => fastify.close())
+    await fastify.register(a2aWebSocket, { executor: conformanceAgent, card: conformanceCard, publicUrl, signing })
+    await fastify.ready()
+  }
+  for (const publicUrl of [undefined, 'https://agent.example.com']) {
+    for (const jku of ['http://agent.example.com/jwks.json', 'not a url']) {
+      await t.rejects(register({ key: es256.privateKey, kid: 'k', alg: 'ES256', jku }, publicUrl),
+        { code: 'A2A_ERR_INVALID_OPTION', message: 'Invalid option signing.jku: must be an https URL' }, `${jku}, publicUrl ${publicUrl}`)
+    }
+    // Else every card GET would answer 500.
+    await t.rejects(register({ key: ed25519.privateKey, kid: 'k', alg: 'ES256' }, publicUrl), {
+      code: 'A2A_ERR_INVALID_OPTION',
+      message: 'Invalid option signing.key: cannot sign with ES256: CryptoKey does not support this operation, its algorithm.name must be ECDSA'
+    }, `an Ed25519 key for ES256, publicUrl ${publicUrl}`)
+  }
+  await register({ key: ed25519.privateKey, kid: 'k', alg: 'EdDSA', jku: 'https://agent.example.com/jwks.json' })
 })
