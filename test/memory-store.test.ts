@@ -142,6 +142,24 @@ t.test('a task created again under its id stays counted once and keeps its place
   t.equal(store.size, 2)
 })
 
+t.test('a finished task created again running is neither expired nor evicted as finished', async t => {
+  let now = 1_000_000
+  const store = new MemoryTaskStore({ ttl: 1000, maxTasks: 2, now: () => now })
+  await store.create(task('x', 'TASK_STATE_COMPLETED'), a)
+  await store.create(task('x'), a)
+  now += 1000
+  await store.create(task('y', 'TASK_STATE_COMPLETED'), a)
+  t.equal((await store.get('x', a))?.status.state, 'TASK_STATE_WORKING', 'past the TTL of its first life: still held')
+  t.equal(store.size, 2)
+  await store.create(task('z'), a)
+  t.equal(await store.get('y', a), undefined, 'the full store made room with the finished y')
+  t.ok(await store.get('x', a), 'not with the running x')
+  await store.update('x', { kind: 'status', status: { state: 'TASK_STATE_FAILED', timestamp: new Date().toISOString() } }, a)
+  now += 1000
+  await store.create(task('w'), a)
+  t.equal(await store.get('x', a), undefined, 'finished again, it expires after its TTL')
+})
+
 t.test('a task created again after its eviction takes a new place among the terminal tasks', async t => {
   const store = new MemoryTaskStore({ maxTasks: 2 })
   await store.create(task('x', 'TASK_STATE_COMPLETED'), a)

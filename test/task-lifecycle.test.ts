@@ -289,3 +289,12 @@ t.test('a resumed turn starts from the task holding the new message once, with t
     t.same(seenByExecutor, [['first', 'more?', 'second']], `${name}: the executor's context.task`)
   }
 })
+
+t.test('a blocking SendMessage whose finished task the store has let go already: TaskNotFound, not an internal error', async t => {
+  const gone = await startServer({ taskStore: new MemoryTaskStore({ ttl: 0 }) })
+  t.teardown(() => gone.close())
+  const { error } = await call(gone.endpoint, 'SendMessage', { message: userMessage('hello') })
+  t.equal(error.code, -32001)
+  t.match(error.message, /^Task not found: [0-9a-f-]{36}$/)
+  t.equal((await call(gone.endpoint, 'SendMessage', { message: userMessage('input') })).result.task.status.state, 'TASK_STATE_INPUT_REQUIRED', 'a task still running is answered as ever')
+})

@@ -604,7 +604,9 @@ export class RequestHandler {
       if (response !== undefined) return response
       const read = this.#readTask(turn.taskId, turn.scope)
       const task = isPromise(read) ? await read : read
-      return { task: projectTask(task as Task, historyLength) }
+      // Gone already: a store whose TTL let the finished task go (or evicted it) before the answer.
+      if (task === undefined) throw taskNotFound(turn.taskId)
+      return { task: projectTask(task, historyLength) }
     } finally {
       turn.unsubscribe()
     }

@@ -131,6 +131,13 @@ export class MemoryTaskStore implements TaskStore, ImmediateTaskStore {
       this.#count++
       entry = { task, tenant: scope.tenant, updatedAt, version: 1, terminalSince: Number.NaN, held: true }
       tasks.set(task.id, entry)
+    } else if (!Number.isNaN(entry.terminalSince) && !isTerminal(task.status.state)) {
+      // A terminal task created again running leaves the terminal order (neither expired nor
+      // evicted as finished): a fresh entry, and the old one let go there, as an evicted one is.
+      entry.held = false
+      entry.task = EVICTED
+      entry = { task, tenant: scope.tenant, updatedAt, version: 1, terminalSince: Number.NaN, held: true }
+      tasks.set(task.id, entry)
     } else {
       // A task created again under its id keeps its entry, and so its place in the terminal order.
       entry.task = task
