@@ -8,7 +8,7 @@ import pg from 'pg'
 import t from 'tap'
 import { InvalidOptionError, PostgresEventBus, postgresBus, type BusCommand, type StreamResponse } from '../lib/index.js'
 import { busContract } from './helpers/bus-contract.js'
-import { dropSchemas, requirePostgres, uniqueSchema } from './helpers/postgres.js'
+import { dataOnlyRole, dropSchemas, requirePostgres, uniqueSchema } from './helpers/postgres.js'
 
 const url = await requirePostgres(t)
 if (url !== undefined) {
@@ -61,6 +61,28 @@ if (url !== undefined) {
     t.same(versions, sent.map((_, i) => versionOf(i)), 'each with its version, the large ones too')
     t.same(local, sent, 'the publisher\'s own listener saw each once: its own notifications are not delivered again')
     t.equal(await overflowRows(), 4, 'the four large events (3, 10, 17, 24) are rows')
+  })
+
+  t.test('a role with data privileges only uses an overflow table an administrator made: no CREATE is asked of it', async t => {
+    const big = event(`big ${'x'.repeat(9000)}`)
+    const a = bus()
+    const listener = bus()
+    const first = received(listener, 1)
+    await listener.ready(topic)
+    a.publish(topic, big)
+    await first
+    t.ok(await overflowRows() >= 1, 'the table is there, made by the test\'s own role')
+    const S = pg.escapeIdentifier(schema)
+    const asRole = await dataOnlyRole(t, url, `GRANT USAGE ON SCHEMA ${S} TO $ROLE; GRANT SELECT, INSERT, DELETE ON ${S}.a2a_bus_overflow TO $ROLE`)
+    const rolePool = new pg.Pool({ connectionString: asRole })
+    const publisher = new PostgresEventBus({ pool: rolePool, schema, channelPrefix: prefix })
+    t.teardown(async () => {
+      await publisher.close()
+      await rolePool.end()
+    })
+    const onListener = received(listener, 1)
+    publisher.publish(topic, big)
+    t.same(await onListener, [big], 'the large event went through the table, published by the role')
   })
 
   t.test('publishing an overflow sweeps the rows older than the retention', async t => {

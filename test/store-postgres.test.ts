@@ -3,7 +3,7 @@
 import pg from 'pg'
 import t from 'tap'
 import { migratePostgres, openPostgresStores } from '../lib/index.js'
-import { dropSchemas, requirePostgres, uniqueSchema } from './helpers/postgres.js'
+import { dataOnlyRole, dropSchemas, requirePostgres, uniqueSchema } from './helpers/postgres.js'
 import { storeContract } from './helpers/store-contract.js'
 
 const url = await requirePostgres(t)
@@ -37,6 +37,25 @@ if (url !== undefined) {
     await stores.close()
     const still = await pool.query('SELECT 1 AS one')
     t.same(still.rows, [{ one: 1 }], 'close leaves a pool the caller owns open')
+  })
+
+  t.test('a role with data privileges only starts on a schema an administrator migrated: no CREATE is asked of it', async t => {
+    const schema = uniqueSchema('dataonly')
+    schemas.push(schema)
+    const admin = new pg.Pool({ connectionString: url })
+    t.teardown(() => admin.end())
+    await migratePostgres(admin, schema)
+    const S = pg.escapeIdentifier(schema)
+    const asRole = await dataOnlyRole(t, url, `GRANT USAGE ON SCHEMA ${S} TO $ROLE;
+      GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA ${S} TO $ROLE;
+      GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA ${S} TO $ROLE`)
+    const stores = await openPostgresStores({ connectionString: asRole, schema })
+    t.teardown(() => stores.close())
+    await stores.taskStore.create({ id: 'x', contextId: 'c', status: { state: 'TASK_STATE_WORKING' } }, { tenant: '' })
+    t.equal((await stores.taskStore.get('x', { tenant: '' }))?.status.state, 'TASK_STATE_WORKING')
+    const rolePool = new pg.Pool({ connectionString: asRole })
+    t.teardown(() => rolePool.end())
+    await t.rejects(migratePostgres(rolePool, uniqueSchema('dataonly_new')), /permission denied/, 'a schema not there yet still needs CREATE')
   })
 
   t.test('an artifact append is one inserted row and one more version of the task; the artifact row is not rewritten', async t => {

@@ -10,6 +10,7 @@ import { InvalidOptionError } from '../options.js'
 import type { StreamResponse } from '../schema/wire.js'
 import { deliverCommand } from './commands.js'
 import { MemoryEventBus } from './memory.js'
+import { tableExists } from '../store/pg-transaction.js'
 import type { BusCommand, BusListener, CommandHandler, EventBus } from './types.js'
 
 export interface PostgresEventBusOptions {
@@ -189,9 +190,10 @@ export class PostgresEventBus implements EventBus {
     )
   }
 
-  #createOverflowTable (): Promise<unknown> {
+  async #createOverflowTable (): Promise<unknown> {
+    if (await tableExists(this.#pool, this.#schema, 'a2a_bus_overflow')) return
     // The lock makes concurrent first creations from several instances wait for each other.
-    return this.#pool.query(`
+    return await this.#pool.query(`
       BEGIN;
       SELECT pg_advisory_xact_lock(hashtext('a2a_bus_overflow'), hashtext(${pg.escapeLiteral(this.#schema)}));
       CREATE SCHEMA IF NOT EXISTS ${this.#S};

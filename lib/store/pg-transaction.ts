@@ -1,6 +1,16 @@
 // One PostgreSQL transaction on a pooled connection, shared by the stores and the cluster store.
 import type pg from 'pg'
 
+/**
+ * Does the table exist? Asked before any CREATE … IF NOT EXISTS: PostgreSQL checks the
+ * privilege to create before it checks existence, so a role with data privileges only could
+ * never start on a schema an administrator migrated.
+ */
+export async function tableExists (db: Pick<pg.Pool | pg.PoolClient, 'query'>, schema: string, table: string): Promise<boolean> {
+  const { rows } = await db.query('SELECT to_regclass(format(\'%I.%I\', $1::text, $2::text)) IS NOT NULL AS found', [schema, table])
+  return rows[0].found === true
+}
+
 export async function transaction<T> (pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect()
   let broken: Error | undefined

@@ -11,7 +11,7 @@ import { TaskTerminalError } from '../errors/index.js'
 import { isTerminal } from '../handler/states.js'
 import { PostgresClusterStore } from '../cluster/postgres.js'
 import { decodeCursor, encodeCursor } from './memory.js'
-import { transaction } from './pg-transaction.js'
+import { tableExists, transaction } from './pg-transaction.js'
 import { expiry, joinArtifact, joinTask, NOT_TERMINAL, splitArtifact, statusTime, UNFINISHED_STATES, type ArtifactFields, type Chunk } from './rows.js'
 import type {
   ListTasksPage, ListTasksQuery, PushConfigPage, PushConfigStore, Scope, StoredPushConfig, TaskChange, TaskStore, UnfinishedTask, VersionedTask
@@ -152,8 +152,10 @@ export async function migratePostgres (pool: pg.Pool, schema = 'public'): Promis
   const S = pg.escapeIdentifier(schema)
   await transaction(pool, async client => {
     await client.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [MIGRATION_LOCK, schema])
-    await client.query(`CREATE SCHEMA IF NOT EXISTS ${S}`)
-    await client.query(`CREATE TABLE IF NOT EXISTS ${S}.a2a_schema_version (version INTEGER PRIMARY KEY)`)
+    if (!(await tableExists(client, schema, 'a2a_schema_version'))) {
+      await client.query(`CREATE SCHEMA IF NOT EXISTS ${S}`)
+      await client.query(`CREATE TABLE ${S}.a2a_schema_version (version INTEGER PRIMARY KEY)`)
+    }
     const { rows } = await client.query(`SELECT COALESCE(MAX(version), 0) AS version FROM ${S}.a2a_schema_version`)
     for (let version = Number(rows[0].version); version < MIGRATIONS.length; version++) {
       await client.query((MIGRATIONS[version] as (S: string) => string)(S))

@@ -72,3 +72,33 @@ export async function dropSchemas (url: string, schemas: string[]): Promise<void
     await client.end()
   }
 }
+
+/**
+ * A login role with no privilege but the data ones `grants` gives it (SQL run as the test's own
+ * superuser, `$ROLE` standing for its name), and the connection string that logs in as it.
+ * Teardown revokes what it was granted and drops it.
+ */
+export async function dataOnlyRole (t: Test, url: string, grants: string): Promise<string> {
+  const role = `a2a_data_only_${process.pid}_${randomBytes(4).toString('hex')}`
+  const admin = new pg.Client({ connectionString: url })
+  await admin.connect()
+  try {
+    await admin.query(`CREATE ROLE ${role} LOGIN`)
+    await admin.query(grants.replaceAll('$ROLE', role))
+  } finally {
+    await admin.end()
+  }
+  t.teardown(async () => {
+    const cleanup = new pg.Client({ connectionString: url })
+    await cleanup.connect()
+    try {
+      await cleanup.query(`DROP OWNED BY ${role}`)
+      await cleanup.query(`DROP ROLE ${role}`)
+    } finally {
+      await cleanup.end()
+    }
+  })
+  const asRole = new URL(url)
+  asRole.username = role
+  return asRole.href
+}
