@@ -96,7 +96,9 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
   const publicCard = secured(options.card)
 
   const httpBaseOf = (origin: string) => options.publicUrl ?? origin
-  const cardFor = (httpBase: string) => buildCard(publicCard, bindings, httpBase + prefix)
+  // Registered in a context with a prefix of its own, every route is under it too: the URLs name both.
+  const mountPath = fastify.prefix + prefix
+  const cardFor = (httpBase: string) => buildCard(publicCard, bindings, httpBase + mountPath)
   const originOf = (host: string | undefined) => `${fastify.initialConfig.https === undefined ? 'http' : 'https'}://${host ?? 'localhost'}`
   // One signature now, whatever the configuration: a key that does not fit `alg` (or is no
   // key) fails registration, not every card request.
@@ -123,7 +125,7 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
       : async (context: CallContext, origin?: string) => {
         const card = validateCard.check(await extendedCard(context))
         if (!card.ok) throw new InvalidAgentResponseError(`extended card: ${card.violations.map(v => `${v.field} ${v.description}`).join('; ')}`)
-        return buildCard(secured(card.value), bindings, httpBaseOf(origin ?? originOf(context.serviceParams.host)) + prefix)
+        return buildCard(secured(card.value), bindings, httpBaseOf(origin ?? originOf(context.serviceParams.host)) + mountPath)
       },
     maxQueuedEvents: options.maxQueuedEvents,
     executorTimeout: options.executorTimeout,

@@ -1,4 +1,5 @@
-// The agent card (spec §8): at the host root even under a prefix, supportedInterfaces
+// The agent card (spec §8): at the host root even under a prefix (under a context's own
+// prefix, with it in its URLs), supportedInterfaces
 // with absolute URLs, caching headers, 304, the extended card, and card options checked
 // at registration.
 import type { AddressInfo } from 'node:net'
@@ -157,6 +158,23 @@ t.test('mounts beside the user\'s own routes', async t => {
   const rpc = await fastify.inject({ method: 'POST', url: '/agents/echo', headers: { 'a2a-version': '1.0' }, payload: { jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: 'x' } } })
   t.equal(rpc.json().error.code, -32001)
   t.type(fastify.a2a.handler, 'object')
+})
+
+t.test('registered in a context with a prefix of its own: every route is under it, and the card\'s URLs name it', async t => {
+  const fastify = Fastify()
+  await fastify.register(async (agents) => {
+    await agents.register(a2aWebSocket, { executor: conformanceAgent, card: conformanceCard, prefix: '/a2a' })
+  }, { prefix: '/agent' })
+  await fastify.listen({ host: '127.0.0.1', port: 0 })
+  t.teardown(() => fastify.close())
+  const origin = `http://127.0.0.1:${(fastify.server.address() as AddressInfo).port}`
+  t.equal((await fetch(`${origin}/.well-known/agent-card.json`)).status, 404, 'the context\'s prefix holds for the card too')
+  const card = await (await fetch(`${origin}/agent/.well-known/agent-card.json`)).json()
+  t.same(card.supportedInterfaces.slice(0, 3).map((i: any) => i.url), [`${origin}/agent/a2a`, `${origin}/agent/a2a`, `ws://127.0.0.1:${(fastify.server.address() as AddressInfo).port}/agent/a2a`])
+  t.equal((await call(card.supportedInterfaces[0].url, 'GetTask', { id: 'x' })).error.code, -32001, 'the JSON-RPC URL the card gives answers')
+  const client = await connect(`${card.supportedInterfaces.find((i: any) => i.url.startsWith('ws')).url as string}?A2A-Version=1.0`)
+  t.teardown(() => client.close())
+  t.equal((await client.request('GetTask', { id: 'x' })).error.code, -32001, 'so does the WebSocket URL')
 })
 
 t.test('signing: the served card carries a JWS over its canonical form that verifies', async t => {
