@@ -78,7 +78,7 @@ export interface WebSocketA2aV1Options {
   idleTimeout?: number
   /**
    * Messages per window, per connection and per identity; past it -32000 "Rate limit exceeded" and close 1008. `false`: none.
-   * Default 100 per 1,000 ms, in memory, counting 5,000 connections and identities at once (`cacheSize`; past it the one counted
+   * Default 1,000 per 1,000 ms (a burst of the client's `maxPending`, 128 calls and their cancels, fits), in memory, counting 5,000 connections and identities at once (`cacheSize`; past it the one counted
    * least recently is forgotten and its budget starts over).
    */
   rateLimit?: false | { max?: number, timeWindow?: number, store?: RateLimitStore, cacheSize?: number }
@@ -370,7 +370,7 @@ function a2aV1Options (options: WebSocketA2aV1Options): NormalizedA2aV1Options |
     messageRate: rateLimit === false
       ? undefined
       : {
-          max: integer('websocket.a2aV1.rateLimit.max', rateLimit?.max, 100),
+          max: integer('websocket.a2aV1.rateLimit.max', rateLimit?.max, 1000),
           timeWindow: timerMs('websocket.a2aV1.rateLimit.timeWindow', rateLimit?.timeWindow, 1000, 1),
           store: rateLimit?.store,
           cacheSize: integer('websocket.a2aV1.rateLimit.cacheSize', rateLimit?.cacheSize, DEFAULT_CACHE_SIZE)

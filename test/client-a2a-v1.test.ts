@@ -36,6 +36,15 @@ async function readUntil (events: AsyncIterableIterator<StreamResponse>, until: 
   }
 }
 
+t.test('the client at its default maxPending against the server\'s default limits: a full burst of calls is served, the connection kept', async t => {
+  const { client, transport } = v1Client()
+  t.teardown(() => transport.close())
+  const answers = await Promise.all(Array.from({ length: 128 }, (_, i) => client.sendMessage({ message: userMessage(`burst ${i}`) })))
+  t.equal(answers.filter(answer => answer.task?.status.state === 'TASK_STATE_COMPLETED').length, 128, 'every call answered')
+  const again = await client.sendMessage({ message: userMessage('after the burst') })
+  t.equal(again.task?.status.state, 'TASK_STATE_COMPLETED', 'on the same connection: no 1008 for the rate')
+})
+
 t.test("the client's names for the dialect are the server's", async t => {
   t.equal(A2A_V1_BINDING, server.A2A_V1_BINDING)
   t.equal(A2A_V1_SUBPROTOCOL, server.A2A_V1_SUBPROTOCOL)

@@ -14,7 +14,7 @@ const OFFER_V1 = { 'Sec-WebSocket-Protocol': 'a2a.v1' }
 const auth = { bearer: { verify: (token: string) => token.startsWith('token-') ? { subject: token.slice(6) } : undefined } }
 const as = (subject: string) => ({ headers: { authorization: `Bearer token-${subject}` } })
 
-t.test('the defaults: 1 MiB, 128 streams, 256 connections per identity, ping 30 s / pong 10 s / idle 5 min, 100 messages per second counted for 5,000 keys', async t => {
+t.test('the defaults: 1 MiB, 128 streams, 256 connections per identity, ping 30 s / pong 10 s / idle 5 min, 1,000 messages per second counted for 5,000 keys', async t => {
   const { websocket } = normalizeOptions({ executor: conformanceAgent, card: conformanceCard })
   t.same(websocket.a2aV1, {
     refuseAtUpgrade: true,
@@ -24,7 +24,7 @@ t.test('the defaults: 1 MiB, 128 streams, 256 connections per identity, ping 30 
     pingInterval: 30_000,
     pongTimeout: 10_000,
     idleTimeout: 300_000,
-    messageRate: { max: 100, timeWindow: 1000, store: undefined, cacheSize: 5000 }
+    messageRate: { max: 1000, timeWindow: 1000, store: undefined, cacheSize: 5000 }
   })
   t.equal(normalizeOptions({ executor: conformanceAgent, card: conformanceCard, websocket: { a2aV1: { rateLimit: false } } }).websocket.a2aV1?.messageRate, undefined)
   t.throws(() => normalizeOptions({ executor: conformanceAgent, card: conformanceCard, websocket: { a2aV1: { maxStreams: 0 } } }), { message: 'Invalid option websocket.a2aV1.maxStreams: must be an integer >= 1' })
