@@ -122,6 +122,9 @@ t.test('streaming not declared → -32004 for both streaming methods', async t =
     data: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'UNSUPPORTED_OPERATION', domain: 'a2a-protocol.org' }]
   })
   t.equal((await stream(noStreaming.endpoint, 'SubscribeToTask', { id: 'x' })).body.error.code, -32004)
+  // The capability is told before the params are read: what is wrong with them does not matter.
+  t.equal((await stream(noStreaming.endpoint, 'SendStreamingMessage', {})).body.error.code, -32004, 'no message')
+  t.equal((await stream(noStreaming.endpoint, 'SubscribeToTask', { id: 7 })).body.error.code, -32004, 'an id that is no string')
 })
 
 const openStream = (method: string, params: unknown, count: number) => openSse(url, 'POST', { jsonrpc: '2.0', id: 'open', method, params }, count)

@@ -160,4 +160,11 @@ t.test('push not declared → -32003 on all four methods and on an inline config
   }
   const inline = await call(noPush.endpoint, 'SendMessage', { message: userMessage('x'), configuration: { taskPushNotificationConfig: { url: 'https://h.example/x' } } })
   t.equal(inline.error.code, -32003)
+  // The capability is told before the params are read: what is wrong with them does not matter.
+  for (const [method, params] of [['CreateTaskPushNotificationConfig', { taskId: own.id }], ['GetTaskPushNotificationConfig', {}], ['ListTaskPushNotificationConfigs', { taskId: own.id, pageSize: -1 }], ['DeleteTaskPushNotificationConfig', { id: 'x' }]] as const) {
+    t.equal((await call(noPush.endpoint, method, params)).error.code, -32003, `${method} with bad params`)
+  }
+  const rest = await fetch(`${noPush.endpoint}/tasks/${own.id as string}/pushNotificationConfigs`, { method: 'POST', headers: { 'content-type': 'application/json', 'a2a-version': '1.0' }, body: '{}' })
+  t.equal(rest.status, 400)
+  t.equal((await rest.json()).error.details[0].reason, 'PUSH_NOTIFICATION_NOT_SUPPORTED', 'HTTP+JSON too')
 })

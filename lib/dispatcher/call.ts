@@ -4,7 +4,8 @@
 // the same order: method (-32601), params (-32602), version (-32009), extensions.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import {
-  ExtensionSupportRequiredError, UnsupportedOperationError, VersionNotSupportedError, invalidParams, shuttingDown, toA2AError
+  ExtensionSupportRequiredError, PushNotificationNotSupportedError, UnsupportedOperationError, VersionNotSupportedError, invalidParams,
+  shuttingDown, toA2AError, type A2AError
 } from '../errors/index.js'
 import { requestOrigin } from './card.js'
 import type { CallContext } from '../handler/executor.js'
@@ -21,6 +22,8 @@ export type MethodKind = 'unary' | 'stream'
 export interface MethodSpec {
   name: string
   kind: MethodKind
+  /** The card capability the method needs: without it the call is refused before its params are read. */
+  needs?: keyof typeof UNSUPPORTED
   validate: Validator<unknown>
   /** `request`: the call's HTTP request (over WebSocket, the upgrade's), when it has one. */
   invoke (handler: RequestHandler, params: any, context: CallContext, request?: FastifyRequest): Promise<unknown>
@@ -32,25 +35,31 @@ export interface MethodSpec {
 // ignored (spec §5.7). Push configs and cards keep JSON.stringify's.
 const serializeTask = compileSerializer(Task)
 
+/** What a call to a method whose capability the card does not declare gets (the handler's own checks say the same). */
+const UNSUPPORTED = {
+  streaming: (): A2AError => new UnsupportedOperationError('streaming is not supported'),
+  pushNotifications: (): A2AError => new PushNotificationNotSupportedError()
+}
+
 function method<P> (
   name: string, kind: MethodKind, validate: Validator<P>, invoke: (handler: RequestHandler, params: P, context: CallContext, request?: FastifyRequest) => Promise<unknown>,
-  serialize: (result: unknown) => string = JSON.stringify
+  serialize: (result: unknown) => string = JSON.stringify, needs?: keyof typeof UNSUPPORTED
 ): MethodSpec {
-  return { name, kind, validate, invoke, serialize: kind === 'stream' ? serializeStreamResponse : serialize }
+  return { name, kind, needs, validate, invoke, serialize: kind === 'stream' ? serializeStreamResponse : serialize }
 }
 
 /** The eleven v1.0 methods (spec §3), by their JSON-RPC names. */
 export const methods: ReadonlyMap<string, MethodSpec> = new Map([
   method('SendMessage', 'unary', compile(requests.SendMessageRequest), (h, p, c) => h.sendMessage(p, c), compileSerializer(SendMessageResponse)),
-  method('SendStreamingMessage', 'stream', compile(requests.SendMessageRequest), (h, p, c) => h.sendStreamingMessage(p, c)),
+  method('SendStreamingMessage', 'stream', compile(requests.SendMessageRequest), (h, p, c) => h.sendStreamingMessage(p, c), undefined, 'streaming'),
   method('GetTask', 'unary', compile(requests.GetTaskRequest), (h, p, c) => h.getTask(p, c), serializeTask),
   method('ListTasks', 'unary', compile(requests.ListTasksRequest), (h, p, c) => h.listTasks(p, c), compileSerializer(requests.ListTasksResponse)),
   method('CancelTask', 'unary', compile(requests.CancelTaskRequest), (h, p, c) => h.cancelTask(p, c), serializeTask),
-  method('SubscribeToTask', 'stream', compile(requests.SubscribeToTaskRequest), (h, p, c) => h.subscribeToTask(p, c)),
-  method('CreateTaskPushNotificationConfig', 'unary', compile(requests.CreateTaskPushNotificationConfigRequest), (h, p, c) => h.createTaskPushNotificationConfig(p, c)),
-  method('GetTaskPushNotificationConfig', 'unary', compile(requests.GetTaskPushNotificationConfigRequest), (h, p, c) => h.getTaskPushNotificationConfig(p, c)),
-  method('ListTaskPushNotificationConfigs', 'unary', compile(requests.ListTaskPushNotificationConfigsRequest), (h, p, c) => h.listTaskPushNotificationConfigs(p, c)),
-  method('DeleteTaskPushNotificationConfig', 'unary', compile(requests.DeleteTaskPushNotificationConfigRequest), (h, p, c) => h.deleteTaskPushNotificationConfig(p, c)),
+  method('SubscribeToTask', 'stream', compile(requests.SubscribeToTaskRequest), (h, p, c) => h.subscribeToTask(p, c), undefined, 'streaming'),
+  method('CreateTaskPushNotificationConfig', 'unary', compile(requests.CreateTaskPushNotificationConfigRequest), (h, p, c) => h.createTaskPushNotificationConfig(p, c), undefined, 'pushNotifications'),
+  method('GetTaskPushNotificationConfig', 'unary', compile(requests.GetTaskPushNotificationConfigRequest), (h, p, c) => h.getTaskPushNotificationConfig(p, c), undefined, 'pushNotifications'),
+  method('ListTaskPushNotificationConfigs', 'unary', compile(requests.ListTaskPushNotificationConfigsRequest), (h, p, c) => h.listTaskPushNotificationConfigs(p, c), undefined, 'pushNotifications'),
+  method('DeleteTaskPushNotificationConfig', 'unary', compile(requests.DeleteTaskPushNotificationConfigRequest), (h, p, c) => h.deleteTaskPushNotificationConfig(p, c), undefined, 'pushNotifications'),
   method('GetExtendedAgentCard', 'unary', compile(requests.GetExtendedAgentCardRequest), (h, p, c, r) => h.getExtendedAgentCard(p, c, originOf(r)))
 ].map(spec => [spec.name, spec]))
 
@@ -227,6 +236,7 @@ export class CallRunner {
     try {
       if (this.#refusing) throw shuttingDown()
       for (const interceptor of this.#options.interceptors) await interceptor.before?.(context, call)
+      if (spec.needs !== undefined && this.#options.capabilities[spec.needs] !== true) throw UNSUPPORTED[spec.needs]()
       const checked = spec.validate.check(call.params ?? {})
       if (!checked.ok) throw invalidParams(checked.violations)
       checkVersion(version, this.#options.allowMissingVersion)
