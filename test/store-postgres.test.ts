@@ -13,6 +13,7 @@ if (url !== undefined) {
   let current = ''
 
   storeContract(t, {
+    readsListView: true,
     async open (options = {}) {
       current = uniqueSchema('contract')
       schemas.push(current)

@@ -12,6 +12,7 @@ let files = 0
 let current = ''
 
 storeContract(t, {
+  readsListView: true,
   async open (options = {}) {
     current = join(dir, `store-${++files}.db`)
     return openSqliteStores({ path: current, ...options })

@@ -650,7 +650,9 @@ export class RequestHandler {
       status: params.status === LIST_ANY_STATE ? undefined : params.status,
       statusTimestampAfter,
       pageSize,
-      pageToken: params.pageToken
+      pageToken: params.pageToken,
+      historyLength: params.historyLength,
+      includeArtifacts: params.includeArtifacts === true
     }, this.#scope(context))
     return {
       tasks: page.tasks.map(task => projectTask(task, params.historyLength, params.includeArtifacts === true)),

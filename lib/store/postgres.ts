@@ -210,6 +210,10 @@ export class PostgresTaskStore implements TaskStore {
   readonly #now: () => number
   /** The select list of a whole task from the row `t`: history and artifacts aggregated in the same statement, so in one snapshot. */
   readonly #taskColumns: string
+  /** Its parts: the row's own columns, the history, the artifacts. */
+  readonly #rowColumns: string
+  readonly #historyColumn: string
+  readonly #artifactsColumn: string
   /** The start of the UPDATE adding one to the version of task `$2` of tenant `$1` (and locking its row), unless it is terminal. */
   readonly #nextVersion: string
 
@@ -218,12 +222,13 @@ export class PostgresTaskStore implements TaskStore {
     const S = this.#S = pg.escapeIdentifier(options.schema ?? 'public')
     this.#ttl = options.ttl
     this.#now = options.now ?? Date.now
-    this.#taskColumns = `t.id, t.context_id, t.status, t.status_ts, t.metadata, t.version,
-      (SELECT json_agg(m.message ORDER BY m.seq) FROM ${S}.a2a_messages m WHERE m.tenant = t.tenant AND m.task_id = t.id) AS history,
-      (SELECT json_agg(json_build_object('id', a.artifact_id, 'fields', a.fields, 'chunks',
+    this.#rowColumns = 't.id, t.context_id, t.status, t.status_ts, t.metadata, t.version'
+    this.#historyColumn = `(SELECT json_agg(m.message ORDER BY m.seq) FROM ${S}.a2a_messages m WHERE m.tenant = t.tenant AND m.task_id = t.id) AS history`
+    this.#artifactsColumn = `(SELECT json_agg(json_build_object('id', a.artifact_id, 'fields', a.fields, 'chunks',
           (SELECT json_agg(json_build_object('parts', c.parts, 'metadata', c.metadata) ORDER BY c.seq) FROM ${S}.a2a_artifact_chunks c
             WHERE c.tenant = a.tenant AND c.task_id = a.task_id AND c.artifact_id = a.artifact_id)) ORDER BY a.position)
         FROM ${S}.a2a_artifacts a WHERE a.tenant = t.tenant AND a.task_id = t.id) AS artifacts`
+    this.#taskColumns = `${this.#rowColumns},\n      ${this.#historyColumn},\n      ${this.#artifactsColumn}`
     this.#nextVersion = `UPDATE ${S}.a2a_tasks SET version = version + 1 WHERE tenant = $1 AND id = $2 AND ${NOT_TERMINAL}`
   }
 
@@ -307,6 +312,15 @@ export class PostgresTaskStore implements TaskStore {
     }
     const limit = `$${values.push(query.pageSize + 1)}`
     const S = this.#S
+    // Only what the answer shows is read: the latest `historyLength` messages, the artifacts when asked for.
+    const { historyLength, includeArtifacts } = query
+    const history = historyLength === undefined
+      ? this.#historyColumn
+      : historyLength === 0
+        ? 'NULL::json AS history'
+        : `(SELECT json_agg(l.message ORDER BY l.seq) FROM (SELECT m.message, m.seq FROM ${S}.a2a_messages m
+            WHERE m.tenant = t.tenant AND m.task_id = t.id ORDER BY m.seq DESC LIMIT $${values.push(historyLength)}) l) AS history`
+    const columns = `${this.#rowColumns}, ${history}, ${includeArtifacts === false ? 'NULL::json AS artifacts' : this.#artifactsColumn}`
     // One statement: the count and the page come from one snapshot. The page holds one row
     // more than asked, which tells whether another follows; an empty page still yields the count.
     const { rows } = await this.#pool.query<TaskRow & { total: number }>(`
@@ -314,7 +328,7 @@ export class PostgresTaskStore implements TaskStore {
       page AS (SELECT * FROM matching ${cursor} ORDER BY status_ts DESC, id DESC LIMIT ${limit})
       SELECT (SELECT COUNT(*) FROM matching)::int AS total, p.*
       FROM (SELECT 1) one LEFT JOIN LATERAL (
-        SELECT ${this.#taskColumns} FROM page JOIN ${S}.a2a_tasks t USING (tenant, id)
+        SELECT ${columns} FROM page JOIN ${S}.a2a_tasks t USING (tenant, id)
       ) p ON true
       ORDER BY p.status_ts DESC, p.id DESC`, values)
     const found = rows.filter(row => row.id !== null)

@@ -150,6 +150,7 @@ export class SqliteTaskStore implements TaskStore {
       getTask: db.prepare(`SELECT tenant, id, context_id, status, status_ts, metadata, version FROM a2a_tasks
         WHERE tenant = ? AND id = ? AND (expires_at IS NULL OR expires_at > ?)`),
       history: db.prepare('SELECT message FROM a2a_messages WHERE tenant = ? AND task_id = ? ORDER BY seq').pluck(),
+      latestHistory: db.prepare('SELECT message FROM a2a_messages WHERE tenant = ? AND task_id = ? ORDER BY seq DESC LIMIT ?').pluck(),
       artifacts: db.prepare('SELECT artifact_id, fields FROM a2a_artifacts WHERE tenant = ? AND task_id = ? ORDER BY position'),
       chunks: db.prepare(`SELECT artifact_id, parts, metadata FROM a2a_artifact_chunks
         WHERE tenant = ? AND task_id = ? ORDER BY seq`),
@@ -242,7 +243,7 @@ export class SqliteTaskStore implements TaskStore {
       const page = rows.slice(0, query.pageSize)
       const last = page[page.length - 1]
       return {
-        tasks: page.map(row => this.#assemble(row)),
+        tasks: page.map(row => this.#assemble(row, query)),
         totalSize,
         nextPageToken: rows.length > query.pageSize && last !== undefined ? encodeCursor(last.status_ts, last.id) : ''
       }
@@ -260,24 +261,33 @@ export class SqliteTaskStore implements TaskStore {
     return statement
   }
 
-  #assemble (row: TaskRow): Task {
+  /** The task of `row`; with a `view` (ListTasks), only the latest messages and the artifacts it shows are read. */
+  #assemble (row: TaskRow, view?: Pick<ListTasksQuery, 'historyLength' | 'includeArtifacts'>): Task {
     const { tenant, id } = row
+    const artifacts = view?.includeArtifacts === false ? [] : this.#artifactsOf(tenant, id)
+    const historyLength = view?.historyLength
+    const messages = historyLength === undefined
+      ? this.#statements.history.all(tenant, id) as string[]
+      : historyLength === 0 ? [] : (this.#statements.latestHistory.all(tenant, id, historyLength) as string[]).reverse()
+    return joinTask({
+      id,
+      contextId: row.context_id,
+      status: JSON.parse(row.status) as TaskStatus,
+      metadata: row.metadata === null ? null : JSON.parse(row.metadata),
+      history: messages.map(message => JSON.parse(message) as Message),
+      artifacts
+    })
+  }
+
+  #artifactsOf (tenant: string, id: string): Artifact[] {
     const chunks = new Map<string, Chunk[]>()
     for (const chunk of this.#statements.chunks.all(tenant, id) as ChunkRow[]) {
       let list = chunks.get(chunk.artifact_id)
       if (list === undefined) chunks.set(chunk.artifact_id, list = [])
       list.push(chunk.metadata === null ? { parts: JSON.parse(chunk.parts) } : { parts: JSON.parse(chunk.parts), metadata: JSON.parse(chunk.metadata) })
     }
-    const artifacts = (this.#statements.artifacts.all(tenant, id) as ArtifactRow[])
+    return (this.#statements.artifacts.all(tenant, id) as ArtifactRow[])
       .map(artifact => joinArtifact(artifact.artifact_id, JSON.parse(artifact.fields) as ArtifactFields, chunks.get(artifact.artifact_id) ?? []))
-    return joinTask({
-      id,
-      contextId: row.context_id,
-      status: JSON.parse(row.status) as TaskStatus,
-      metadata: row.metadata === null ? null : JSON.parse(row.metadata),
-      history: (this.#statements.history.all(tenant, id) as string[]).map(message => JSON.parse(message) as Message),
-      artifacts
-    })
   }
 
   #setStatus (id: string, status: TaskStatus, now: number, scope: Scope): void {

@@ -23,6 +23,13 @@ export interface ListTasksQuery {
   statusTimestampAfter?: number
   pageSize: number
   pageToken?: string
+  /**
+   * The answer shows at most this many of each task's latest messages (absent: all of them), and
+   * no artifacts when `includeArtifacts` is false: a store may leave the rest unread. The
+   * handler trims what is returned either way.
+   */
+  historyLength?: number
+  includeArtifacts?: boolean
 }
 
 export interface ListTasksPage {

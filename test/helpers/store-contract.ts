@@ -19,6 +19,8 @@ export interface StoreFactory {
    * connection, as a second process would have).
    */
   reopen?: () => Promise<OpenedStores>
+  /** Reads no more than a ListTasks view shows (the SQL stores); the memory store hands back whole tasks, which cost nothing to read. */
+  readsListView?: boolean
 }
 
 const A: Scope = { tenant: '' }
@@ -220,6 +222,32 @@ export function storeContract (t: Test, factory: StoreFactory): void {
     t.equal(page.totalSize, 3)
     t.equal(page.nextPageToken, '', 'one page: no next token')
     t.same(page.tasks[0], newTask('mid', 'TASK_STATE_COMPLETED', 40), 'listed tasks are whole tasks')
+  })
+
+  t.test('list with a view: the latest historyLength messages in order, no artifacts when includeArtifacts is false', async t => {
+    const { taskStore } = await fresh(t)
+    await taskStore.create(newTask('v', 'TASK_STATE_WORKING', 10), A)
+    const messages = Array.from({ length: 5 }, (_, i) => message(`m${i}`, 'ROLE_USER', 'v'))
+    for (const one of messages) await taskStore.update('v', { kind: 'history', message: one }, A)
+    const artifact: Artifact = { artifactId: 'a', parts: [{ text: 'chunk' }] }
+    await taskStore.update('v', { kind: 'artifact', artifact, append: false }, A)
+    const [whole] = (await taskStore.list({ pageSize: 10 }, A)).tasks
+    t.same(whole?.history, messages, 'no view: every message')
+    t.same(whole?.artifacts, [artifact], 'no view: the artifacts')
+    for (const historyLength of [0, 2, 5, 9]) {
+      const [viewed] = (await taskStore.list({ pageSize: 10, historyLength, includeArtifacts: false }, A)).tasks
+      const history = viewed?.history ?? []
+      const latest = messages.slice(messages.length - Math.min(historyLength, messages.length))
+      if (factory.readsListView === true) {
+        t.same(history, latest, `historyLength ${historyLength}: exactly the latest`)
+        t.equal(viewed?.artifacts, undefined, 'no artifacts read')
+      } else {
+        t.same(history.slice(history.length - latest.length), latest, `historyLength ${historyLength}: the latest, in order, among what is returned`)
+      }
+      t.equal(viewed?.status.state, 'TASK_STATE_WORKING')
+    }
+    const [withArtifacts] = (await taskStore.list({ pageSize: 10, historyLength: 1, includeArtifacts: true }, A)).tasks
+    t.same(withArtifacts?.artifacts, [artifact], 'includeArtifacts: the artifacts')
   })
 
   t.test('list filters: contextId, status, statusTimestampAfter (inclusive), combined', async t => {
