@@ -127,11 +127,31 @@ export function invalidParams (violations: FieldViolation[]): A2AError {
  * body errors map to their rows; anything else is an internal error whose message is
  * not shown to the client.
  */
+/**
+ * Codes of a store (or another service) that cannot be reached for now: the socket's, and
+ * PostgreSQL's connection exceptions (class 08), shutdowns (57P01–57P03) and too many
+ * connections (53300); SQLite's busy database. Worth another attempt, unlike a fault.
+ */
+const UNREACHABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN',
+  '57P01', '57P02', '57P03', '53300', 'SQLITE_BUSY'])
+const UNREACHABLE_RETRY_MS = 1000
+
+/** pg's own errors that set no code: a connection lost or never made, a pool with none free in time. */
+const UNREACHABLE_MESSAGE = /^(Connection terminated unexpectedly|Connection terminated due to connection timeout|timeout exceeded when trying to connect)/
+
+function unreachable (code: unknown, message: unknown): boolean {
+  if (typeof code === 'string') return UNREACHABLE.has(code) || /^08[0-9A-Z]{3}$/.test(code)
+  return typeof message === 'string' && UNREACHABLE_MESSAGE.test(message)
+}
+
 export function toA2AError (error: unknown, bodyLimit?: number): A2AError {
   if (isA2AError(error)) return error
-  const fastifyCode = (error as { code?: unknown } | null)?.code
-  if (fastifyCode === 'FST_ERR_CTP_BODY_TOO_LARGE') return new PayloadTooLargeError(bodyLimit)
-  if (fastifyCode === 'FST_ERR_CTP_EMPTY_JSON_BODY' || fastifyCode === 'FST_ERR_CTP_INVALID_JSON_BODY') return new JsonParseError()
+  const { code, message } = (error ?? {}) as { code?: unknown, message?: unknown }
+  if (code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new PayloadTooLargeError(bodyLimit)
+  if (code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || code === 'FST_ERR_CTP_INVALID_JSON_BODY') return new JsonParseError()
+  if (unreachable(code, message)) {
+    return new UnavailableError('a service the agent needs cannot be reached').with({ cause: error, details: [retryInfo(UNREACHABLE_RETRY_MS)] })
+  }
   return new InternalError().with({ cause: error })
 }
 

@@ -1,0 +1,78 @@
+// A store that cannot be reached for a while (PostgreSQL behind a proxy that goes down): calls
+// get Unavailable with a RetryInfo, worth another attempt, not an internal error; once the
+// database is back, the same server serves again.
+import net from 'node:net'
+import t from 'tap'
+import { openPostgresStores } from '../lib/index.js'
+import { toA2AError } from '../lib/errors/index.js'
+import { dropSchemas, requirePostgres, uniqueSchema } from './helpers/postgres.js'
+import { rest } from './helpers/rest.js'
+import { call, result, startServer, userMessage } from './helpers/server.js'
+
+t.test('the codes of a service out of reach are Unavailable with a RetryInfo; any other error stays internal', async t => {
+  for (const cause of [
+    Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }),
+    Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' }),
+    Object.assign(new Error('connection failure'), { code: '08006' }),
+    Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' }),
+    new Error('timeout exceeded when trying to connect'),
+    new Error('Connection terminated unexpectedly'),
+    new Error('Connection terminated due to connection timeout')
+  ]) {
+    const error = toA2AError(cause)
+    t.equal(error.row.jsonRpcCode, -32603, cause.message)
+    t.equal(error.row.httpStatus, 503)
+    t.same(error.details, [{ '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: '1s' }])
+    t.equal(error.cause, cause, 'the cause kept for the log')
+  }
+  for (const cause of [Object.assign(new Error('syntax error'), { code: '42601' }), new TypeError('x is undefined'), Object.assign(new Error('x'), { code: 'E08000' })]) {
+    t.equal(toA2AError(cause).row.httpStatus, 500, `${cause.message}: internal`)
+  }
+})
+
+const url = await requirePostgres(t)
+if (url !== undefined) {
+  t.test('PostgreSQL out of reach: Unavailable on JSON-RPC and HTTP+JSON (503, Retry-After), then served again', async t => {
+    const target = new URL(url)
+    let down = false
+    const sockets = new Set<net.Socket>()
+    const proxy = net.createServer(socket => {
+      if (down) return socket.destroy()
+      const upstream = net.connect(Number(target.port || 5432), target.hostname)
+      for (const [one, other] of [[socket, upstream], [upstream, socket]] as const) {
+        sockets.add(one)
+        one.on('error', () => other.destroy())
+        one.on('close', () => { sockets.delete(one); other.destroy() })
+        one.pipe(other)
+      }
+    })
+    await new Promise<void>(resolve => proxy.listen(0, '127.0.0.1', resolve))
+    const proxied = new URL(url)
+    proxied.host = `127.0.0.1:${(proxy.address() as net.AddressInfo).port}`
+    const schema = uniqueSchema('outage')
+    const stores = await openPostgresStores({ connectionString: proxied.href, schema })
+    const server = await startServer({ taskStore: stores.taskStore, pushConfigStore: stores.pushConfigStore })
+    t.teardown(async () => {
+      await server.close()
+      await stores.close()
+      for (const socket of sockets) socket.destroy()
+      await new Promise(resolve => proxy.close(resolve))
+      await dropSchemas(url, [schema])
+    })
+    const task = (await result(server.endpoint, 'SendMessage', { message: userMessage('hello') })).task
+
+    down = true
+    for (const socket of sockets) socket.destroy()
+    const { error } = await call(server.endpoint, 'GetTask', { id: task.id })
+    t.equal(error.code, -32603)
+    t.match(error.message, /unavailable/i)
+    t.same(error.data, [{ '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: '1s' }])
+    const reply = await rest(server.endpoint, 'GET', `/tasks/${task.id as string}`)
+    t.equal(reply.status, 503)
+    t.equal(reply.headers.get('retry-after'), '1')
+    t.equal(reply.body.error.status, 'UNAVAILABLE')
+
+    down = false
+    t.equal((await result(server.endpoint, 'GetTask', { id: task.id })).status.state, 'TASK_STATE_COMPLETED', 'back: served again')
+  })
+}
