@@ -8,7 +8,7 @@ import pg from 'pg'
 import t from 'tap'
 import { InvalidOptionError, PostgresEventBus, postgresBus, type BusCommand, type StreamResponse } from '../lib/index.js'
 import { busContract } from './helpers/bus-contract.js'
-import { dataOnlyRole, dropSchemas, requirePostgres, uniqueSchema } from './helpers/postgres.js'
+import { dataOnlyRole, dropSchemas, postgresProxy, requirePostgres, uniqueSchema } from './helpers/postgres.js'
 
 const url = await requirePostgres(t)
 if (url !== undefined) {
@@ -111,36 +111,21 @@ if (url !== undefined) {
 
   t.test('the listening connection lost and the next connections refused: the bus tries until one succeeds, then has every channel again', async t => {
     // A proxy to PostgreSQL that closes at once the connections `refusing` counts down.
-    const target = new URL(url)
     let refusing = 0
     let refused = 0
-    const sockets = new Set<net.Socket>()
-    const proxy = net.createServer(socket => {
-      if (refusing > 0) {
-        refusing--
-        refused++
-        socket.destroy()
-        return
-      }
-      const upstream = net.connect(Number(target.port || 5432), target.hostname)
-      for (const [one, other] of [[socket, upstream], [upstream, socket]] as const) {
-        sockets.add(one)
-        one.on('error', () => other.destroy())
-        one.on('close', () => { sockets.delete(one); other.destroy() })
-        one.pipe(other)
-      }
+    const proxy = await postgresProxy(url, () => {
+      if (refusing === 0) return false
+      refusing--
+      refused++
+      return true
     })
-    await new Promise<void>(resolve => proxy.listen(0, '127.0.0.1', resolve))
-    const proxied = new URL(url)
-    proxied.host = `127.0.0.1:${(proxy.address() as net.AddressInfo).port}`
     const applicationName = `a2a_bus_relisten_${process.pid}`
-    const proxiedPool = new pg.Pool({ connectionString: proxied.href, application_name: applicationName })
+    const proxiedPool = new pg.Pool({ connectionString: proxy.url, application_name: applicationName })
     const listening = new PostgresEventBus({ pool: proxiedPool, channelPrefix: prefix })
     t.teardown(async () => {
       await listening.close()
       await proxiedPool.end()
-      for (const socket of sockets) socket.destroy()
-      await new Promise(resolve => proxy.close(resolve))
+      await proxy.close()
     })
     const publishing = bus()
     const later = 'tenant\u0000later'

@@ -1,11 +1,10 @@
 // A store that cannot be reached for a while (PostgreSQL behind a proxy that goes down): calls
 // get Unavailable with a RetryInfo, worth another attempt, not an internal error; once the
 // database is back, the same server serves again.
-import net from 'node:net'
 import t from 'tap'
 import { openPostgresStores } from '../lib/index.js'
 import { toA2AError } from '../lib/errors/index.js'
-import { dropSchemas, requirePostgres, uniqueSchema } from './helpers/postgres.js'
+import { dropSchemas, postgresProxy, requirePostgres, uniqueSchema } from './helpers/postgres.js'
 import { rest } from './helpers/rest.js'
 import { call, result, startServer, userMessage } from './helpers/server.js'
 
@@ -33,36 +32,21 @@ t.test('the codes of a service out of reach are Unavailable with a RetryInfo; an
 const url = await requirePostgres(t)
 if (url !== undefined) {
   t.test('PostgreSQL out of reach: Unavailable on JSON-RPC and HTTP+JSON (503, Retry-After), then served again', async t => {
-    const target = new URL(url)
     let down = false
-    const sockets = new Set<net.Socket>()
-    const proxy = net.createServer(socket => {
-      if (down) return socket.destroy()
-      const upstream = net.connect(Number(target.port || 5432), target.hostname)
-      for (const [one, other] of [[socket, upstream], [upstream, socket]] as const) {
-        sockets.add(one)
-        one.on('error', () => other.destroy())
-        one.on('close', () => { sockets.delete(one); other.destroy() })
-        one.pipe(other)
-      }
-    })
-    await new Promise<void>(resolve => proxy.listen(0, '127.0.0.1', resolve))
-    const proxied = new URL(url)
-    proxied.host = `127.0.0.1:${(proxy.address() as net.AddressInfo).port}`
+    const proxy = await postgresProxy(url, () => down)
     const schema = uniqueSchema('outage')
-    const stores = await openPostgresStores({ connectionString: proxied.href, schema })
+    const stores = await openPostgresStores({ connectionString: proxy.url, schema })
     const server = await startServer({ taskStore: stores.taskStore, pushConfigStore: stores.pushConfigStore })
     t.teardown(async () => {
       await server.close()
       await stores.close()
-      for (const socket of sockets) socket.destroy()
-      await new Promise(resolve => proxy.close(resolve))
+      await proxy.close()
       await dropSchemas(url, [schema])
     })
     const task = (await result(server.endpoint, 'SendMessage', { message: userMessage('hello') })).task
 
     down = true
-    for (const socket of sockets) socket.destroy()
+    proxy.cut()
     const { error } = await call(server.endpoint, 'GetTask', { id: task.id })
     t.equal(error.code, -32603)
     t.match(error.message, /unavailable/i)

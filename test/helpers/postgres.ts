@@ -2,6 +2,7 @@
 // and fresh schemas dropped at teardown. Without a reachable server the tests skip,
 // except under CI, where that is a failure.
 import { randomBytes } from 'node:crypto'
+import net from 'node:net'
 import pg from 'pg'
 import type { Test } from 'tap'
 
@@ -101,4 +102,36 @@ export async function dataOnlyRole (t: Test, url: string, grants: string): Promi
   const asRole = new URL(url)
   asRole.username = role
   return asRole.href
+}
+
+export interface PostgresProxy {
+  /** The connection string through the proxy. */
+  url: string
+  /** Ends every connection through it now. */
+  cut (): void
+  close (): Promise<void>
+}
+
+/**
+ * A TCP proxy to the PostgreSQL of `url`, for connections lost or refused on cue: a connection
+ * it accepts while `refuse()` says so is closed at once.
+ */
+export async function postgresProxy (url: string, refuse: () => boolean = () => false): Promise<PostgresProxy> {
+  const target = new URL(url)
+  const sockets = new Set<net.Socket>()
+  const proxy = net.createServer(socket => {
+    if (refuse()) return socket.destroy()
+    const upstream = net.connect(Number(target.port || 5432), target.hostname)
+    for (const [one, other] of [[socket, upstream], [upstream, socket]] as const) {
+      sockets.add(one)
+      one.on('error', () => other.destroy())
+      one.on('close', () => { sockets.delete(one); other.destroy() })
+      one.pipe(other)
+    }
+  })
+  await new Promise<void>(resolve => proxy.listen(0, '127.0.0.1', resolve))
+  const proxied = new URL(url)
+  proxied.host = `127.0.0.1:${(proxy.address() as net.AddressInfo).port}`
+  const cut = () => { for (const socket of sockets) socket.destroy() }
+  return { url: proxied.href, cut, close: async () => { cut(); await new Promise(resolve => proxy.close(resolve)) } }
 }
