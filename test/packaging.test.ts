@@ -1,8 +1,10 @@
 // The package as a consumer gets it: the optional backends (better-sqlite3, pg, ioredis) are
 // optional peer dependencies, loaded only by the functions that need them, never at
-// `import 'fastify-a2a'`; a missing one is named in the error.
+// `import 'fastify-a2a'`; a missing one is named in the error. The manifest makes Fastify
+// a peer.
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
+import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
 import type { Redis } from 'ioredis'
@@ -91,4 +93,21 @@ t.test('a backend is loaded once', async t => {
 t.test('an ioredis connection is a RedisConnection and a RedisClient (types checked by the typecheck)', async t => {
   const fits: [Redis] extends [RedisClient & RedisConnection] ? true : false = true
   t.ok(fits)
+})
+
+t.test('the manifest: Fastify and the backends are peers, the backends optional', async t => {
+  const manifest = JSON.parse(await readFile(new URL('../package.json', import.meta.url), 'utf8'))
+  t.notOk('fastify' in manifest.dependencies, 'a plugin does not bring its own Fastify')
+  t.equal(manifest.peerDependencies.fastify, '^5.0.0')
+  t.notOk(manifest.peerDependenciesMeta?.fastify?.optional, 'Fastify is a required peer')
+  t.ok('fastify' in manifest.devDependencies, 'Fastify is installed for the repository\'s own tests')
+  for (const backend of BACKENDS) {
+    t.notOk(backend in manifest.dependencies, `${backend} is no dependency`)
+    t.ok(backend in manifest.peerDependencies, `${backend} is a peer`)
+    t.equal(manifest.peerDependenciesMeta[backend]?.optional, true, `${backend} is an optional peer`)
+    t.ok(backend in manifest.devDependencies, `${backend} is installed for the repository's own tests`)
+  }
+  for (const types of ['@types/pg', '@types/better-sqlite3']) {
+    t.ok(types in manifest.dependencies, `${types}: the declarations use its types, so a consumer type-checks without the backend`)
+  }
 })
