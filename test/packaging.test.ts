@@ -1,7 +1,7 @@
 // The package as a consumer gets it: the optional backends (better-sqlite3, pg, ioredis) are
 // optional peer dependencies, loaded only by the functions that need them, never at
 // `import 'fastify-a2a'`; a missing one is named in the error. The manifest makes Fastify
-// a peer.
+// a peer, and offers the package to `import` and to `require`.
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { readFile } from 'node:fs/promises'
@@ -110,4 +110,9 @@ t.test('the manifest: Fastify and the backends are peers, the backends optional'
   for (const types of ['@types/pg', '@types/better-sqlite3']) {
     t.ok(types in manifest.dependencies, `${types}: the declarations use its types, so a consumer type-checks without the backend`)
   }
+})
+
+t.test('the manifest offers the entries to import and to require (Node >= 20.19), types first', async t => {
+  const manifest = JSON.parse(await readFile(new URL('../package.json', import.meta.url), 'utf8'))
+  for (const subpath of ['.', './client']) t.same(Object.keys(manifest.exports[subpath]), ['types', 'default'], subpath)
 })
