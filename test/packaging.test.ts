@@ -116,3 +116,11 @@ t.test('the manifest offers the entries to import and to require (Node >= 20.19)
   const manifest = JSON.parse(await readFile(new URL('../package.json', import.meta.url), 'utf8'))
   for (const subpath of ['.', './client']) t.same(Object.keys(manifest.exports[subpath]), ['types', 'default'], subpath)
 })
+
+t.test('a pack ships a fresh build of dist/lib, with source maps that hold their sources', async t => {
+  const manifest = JSON.parse(await readFile(new URL('../package.json', import.meta.url), 'utf8'))
+  t.same(manifest.files, ['dist/lib'])
+  t.equal(manifest.scripts.prepack, 'rm -rf dist && npm run build', 'a clean checkout never packs an empty package')
+  const build = JSON.parse(await readFile(new URL('../tsconfig.build.json', import.meta.url), 'utf8'))
+  t.equal(build.compilerOptions.inlineSources, true, 'the maps point at lib/*.ts, which is not shipped: they carry its text')
+})
