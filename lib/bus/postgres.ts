@@ -5,12 +5,12 @@
 // shorter than 8000 bytes: a larger event is stored in a table, and the notification
 // carries the row's key. Commands to an instance (lib/cluster) go on the instance's channel.
 import { createHash, randomUUID } from 'node:crypto'
-import pg from 'pg'
+import type pg from 'pg'
 import { InvalidOptionError } from '../options.js'
 import type { StreamResponse } from '../schema/wire.js'
 import { deliverCommand } from './commands.js'
 import { MemoryEventBus } from './memory.js'
-import { tableExists } from '../store/pg-transaction.js'
+import { loadPg, tableExists } from '../store/pg-transaction.js'
 import type { BusCommand, BusListener, CommandHandler, EventBus } from './types.js'
 
 export interface PostgresEventBusOptions {
@@ -51,6 +51,8 @@ interface Outbox {
 
 export class PostgresEventBus implements EventBus {
   readonly #local = new MemoryEventBus()
+  /** The `pg` module, loaded when the bus is made. */
+  readonly #pg: typeof pg
   readonly #pool: pg.Pool
   readonly #ownsPool: boolean
   readonly #S: string
@@ -78,10 +80,11 @@ export class PostgresEventBus implements EventBus {
 
   constructor (options: PostgresEventBusOptions) {
     if ((options.connectionString === undefined) === (options.pool === undefined)) throw new InvalidOptionError('connectionString', 'give exactly one of connectionString and pool')
-    this.#pool = options.pool ?? new pg.Pool({ connectionString: options.connectionString })
+    this.#pg = loadPg('PostgresEventBus (postgresBus)')
+    this.#pool = options.pool ?? new this.#pg.Pool({ connectionString: options.connectionString })
     this.#ownsPool = options.pool === undefined
     this.#schema = options.schema ?? 'public'
-    this.#S = pg.escapeIdentifier(this.#schema)
+    this.#S = this.#pg.escapeIdentifier(this.#schema)
     this.#prefix = options.channelPrefix ?? 'a2a_events_'
     if (Buffer.byteLength(this.#prefix) > MAX_PREFIX_BYTES) throw new InvalidOptionError('channelPrefix', `must be at most ${MAX_PREFIX_BYTES} bytes`)
     this.#retention = options.overflowRetention ?? 60_000
@@ -195,7 +198,7 @@ export class PostgresEventBus implements EventBus {
     // The lock makes concurrent first creations from several instances wait for each other.
     return await this.#pool.query(`
       BEGIN;
-      SELECT pg_advisory_xact_lock(hashtext('a2a_bus_overflow'), hashtext(${pg.escapeLiteral(this.#schema)}));
+      SELECT pg_advisory_xact_lock(hashtext('a2a_bus_overflow'), hashtext(${this.#pg.escapeLiteral(this.#schema)}));
       CREATE SCHEMA IF NOT EXISTS ${this.#S};
       CREATE TABLE IF NOT EXISTS ${this.#S}.a2a_bus_overflow (
         key TEXT PRIMARY KEY,
@@ -215,7 +218,7 @@ export class PostgresEventBus implements EventBus {
     if (this.#closed) return
     try {
       const client = await this.#connect()
-      await client.query(`${command} ${pg.escapeIdentifier(channel)}`)
+      await client.query(`${command} ${this.#pg.escapeIdentifier(channel)}`)
     } catch {
       // The connection was lost: reconnecting LISTENs again on every channel followed then.
     }
@@ -223,7 +226,7 @@ export class PostgresEventBus implements EventBus {
 
   #connect (): Promise<pg.Client> {
     if (this.#listener === undefined) {
-      const client = new pg.Client(this.#pool.options)
+      const client = new this.#pg.Client(this.#pool.options)
       client.on('notification', ({ channel, payload }) => {
         if (payload === undefined) return
         const onCommand = this.#commands.get(channel)

@@ -3,17 +3,28 @@
 // guarantees hold locally; every event is also published on Redis, and events another
 // instance published reach the local listeners of their topic in publication order.
 import { randomUUID } from 'node:crypto'
-import type { Redis } from 'ioredis'
 import type { StreamResponse } from '../schema/wire.js'
 import { deliverCommand } from './commands.js'
 import { MemoryEventBus } from './memory.js'
 import type { BusCommand, BusListener, CommandHandler, EventBus } from './types.js'
 
+/**
+ * A Redis connection as the bus uses it: an ioredis `Redis` (ioredis 5) is one. Described by
+ * its shape, not as ioredis's class, so that the declarations of fastify-a2a type-check for
+ * a consumer without ioredis (an optional peer dependency) and without `skipLibCheck`.
+ */
+export interface RedisConnection {
+  publish (channel: string, message: string): Promise<unknown>
+  subscribe (channel: string): Promise<unknown>
+  unsubscribe (channel: string): Promise<unknown>
+  on (event: 'message', listener: (channel: string, message: string) => void): unknown
+}
+
 export interface RedisEventBusOptions {
-  /** The connection events are published on. */
-  publisher: Redis
+  /** The connection events are published on (an ioredis `Redis`). */
+  publisher: RedisConnection
   /** A connection in subscriber mode (e.g. `publisher.duplicate()`); the bus owns its subscriptions. */
-  subscriber: Redis
+  subscriber: RedisConnection
   /** Prefix of the Redis channels. Default `a2a:events:`. A task's events go on `<prefix><topic>` (lib/bus/topic.ts), an instance's commands on `<prefix>command<NUL><instance id>`. */
   channelPrefix?: string
 }
@@ -23,8 +34,8 @@ type Envelope = [sender: string, event: StreamResponse, version: number | null]
 
 export class RedisEventBus implements EventBus {
   readonly #local = new MemoryEventBus()
-  readonly #publisher: Redis
-  readonly #subscriber: Redis
+  readonly #publisher: RedisConnection
+  readonly #subscriber: RedisConnection
   readonly #prefix: string
   /** Marks this instance's own messages, which its listeners already had. */
   readonly #instance = randomUUID()

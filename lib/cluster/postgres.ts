@@ -2,10 +2,10 @@
 // stores' migrations). Every time is the database's clock, so the instances' clocks may
 // differ. An instance is alive while its row's `expires_at` is ahead; a lease is a row per
 // task and instance running it, live while its instance is.
-import pg from 'pg'
+import type pg from 'pg'
 import type { StreamResponse } from '../schema/wire.js'
 import { TERMINAL_STATES } from '../handler/states.js'
-import { transaction } from '../store/pg-transaction.js'
+import { loadPg, transaction } from '../store/pg-transaction.js'
 import { UNFINISHED_STATES } from '../store/rows.js'
 import type { ClusterStore, OutboxDelivery, TaskKey } from './types.js'
 
@@ -20,7 +20,7 @@ export class PostgresClusterStore implements ClusterStore {
 
   constructor (pool: pg.Pool, schema = 'public') {
     this.#pool = pool
-    const S = this.#S = pg.escapeIdentifier(schema)
+    const S = this.#S = loadPg('PostgresClusterStore').escapeIdentifier(schema)
     this.#alive = alias => `EXISTS (SELECT 1 FROM ${S}.a2a_instances i WHERE i.id = ${alias}.owner AND i.expires_at > clock_timestamp())`
   }
 

@@ -1,5 +1,10 @@
-// One PostgreSQL transaction on a pooled connection, shared by the stores and the cluster store.
+// pg, loaded on first use (an optional peer dependency), and one PostgreSQL transaction on a
+// pooled connection: shared by the stores, the bus and the cluster store.
 import type pg from 'pg'
+import { optionalRequire } from '../optional-require.js'
+
+/** The `pg` module, loaded on first use (an optional peer dependency); `user` names what needs it. */
+export const loadPg = (user: string): typeof pg => optionalRequire<typeof pg>('pg', user)
 
 /**
  * Does the table exist? Asked before any CREATE … IF NOT EXISTS: PostgreSQL checks the

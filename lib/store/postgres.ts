@@ -5,13 +5,13 @@
 // version, which locks the task's row: the changes of a task, from one process or several,
 // apply one at a time, lose no update, and are numbered in the order they commit. That
 // step writes nothing to a terminal task, so its terminal state is its last change.
-import pg from 'pg'
+import type pg from 'pg'
 import type { Artifact, Message, Task, TaskPushNotificationConfig, TaskState, TaskStatus } from '../schema/wire.js'
 import { TaskTerminalError } from '../errors/index.js'
 import { isTerminal } from '../handler/states.js'
 import { PostgresClusterStore } from '../cluster/postgres.js'
 import { decodeCursor, encodeCursor } from './memory.js'
-import { tableExists, transaction } from './pg-transaction.js'
+import { loadPg, tableExists, transaction } from './pg-transaction.js'
 import { expiry, joinArtifact, joinTask, NOT_TERMINAL, splitArtifact, statusTime, UNFINISHED_STATES, type ArtifactFields, type Chunk } from './rows.js'
 import type {
   ListTasksPage, ListTasksQuery, PushConfigPage, PushConfigStore, Scope, StoredPushConfig, TaskChange, TaskStore, UnfinishedTask, VersionedTask
@@ -149,7 +149,7 @@ const MIGRATION_LOCK = 0x0a2a
  * under an advisory lock, so processes starting together migrate once.
  */
 export async function migratePostgres (pool: pg.Pool, schema = 'public'): Promise<void> {
-  const S = pg.escapeIdentifier(schema)
+  const S = loadPg('migratePostgres').escapeIdentifier(schema)
   await transaction(pool, async client => {
     await client.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [MIGRATION_LOCK, schema])
     if (!(await tableExists(client, schema, 'a2a_schema_version'))) {
@@ -170,7 +170,7 @@ export async function openPostgresStores (options: PostgresStoreOptions): Promis
     throw new TypeError('openPostgresStores needs exactly one of connectionString and pool')
   }
   const owned = options.pool === undefined
-  const pool = options.pool ?? new pg.Pool({ connectionString: options.connectionString })
+  const pool = options.pool ?? new (loadPg('openPostgresStores').Pool)({ connectionString: options.connectionString })
   // An idle connection that dies (a database restart) must not crash the process; the next query reports it.
   if (owned) pool.on('error', () => {})
   const schema = options.schema ?? 'public'
@@ -219,7 +219,7 @@ export class PostgresTaskStore implements TaskStore {
 
   constructor (pool: pg.Pool, options: Pick<PostgresStoreOptions, 'schema' | 'ttl' | 'now'> = {}) {
     this.#pool = pool
-    const S = this.#S = pg.escapeIdentifier(options.schema ?? 'public')
+    const S = this.#S = loadPg('PostgresTaskStore').escapeIdentifier(options.schema ?? 'public')
     this.#ttl = options.ttl
     this.#now = options.now ?? Date.now
     this.#rowColumns = 't.id, t.context_id, t.status, t.status_ts, t.metadata, t.version'
@@ -426,7 +426,7 @@ export class PostgresPushConfigStore implements PushConfigStore {
 
   constructor (pool: pg.Pool, schema = 'public') {
     this.#pool = pool
-    this.#S = pg.escapeIdentifier(schema)
+    this.#S = loadPg('PostgresPushConfigStore').escapeIdentifier(schema)
   }
 
   async set (config: StoredPushConfig, scope: Scope): Promise<void> {

@@ -2,10 +2,11 @@
 // better-sqlite3 is synchronous, so each change runs whole, in one transaction, before
 // the next begins: no lost update. Chunks of an artifact are rows; appending one is an
 // INSERT, never a rewrite of the task.
-import Database from 'better-sqlite3'
+import type Database from 'better-sqlite3'
 import type { Artifact, Message, Task, TaskPushNotificationConfig, TaskState, TaskStatus } from '../schema/wire.js'
 import { TaskTerminalError } from '../errors/index.js'
 import { decodeCursor, encodeCursor } from './memory.js'
+import { optionalRequire } from '../optional-require.js'
 import { expiry, joinArtifact, joinTask, NOT_TERMINAL, splitArtifact, statusTime, UNFINISHED_STATES, type ArtifactFields, type Chunk } from './rows.js'
 import type {
   ListTasksPage, ListTasksQuery, PushConfigPage, PushConfigStore, Scope, StoredPushConfig, TaskChange, TaskStore, UnfinishedTask, VersionedTask
@@ -95,9 +96,10 @@ export function migrateSqlite (db: Database.Database): void {
   }).immediate()
 }
 
-/** Opens (creating and migrating when needed) the database at `options.path`. */
+/** Opens (creating and migrating when needed) the database at `options.path`. Needs better-sqlite3 installed. */
 export function openSqliteStores (options: SqliteStoreOptions): SqliteStores {
-  const db = new Database(options.path)
+  const Sqlite = optionalRequire<typeof Database>('better-sqlite3', 'openSqliteStores')
+  const db = new Sqlite(options.path)
   db.pragma('journal_mode = WAL')
   db.pragma('foreign_keys = ON')
   db.pragma(`busy_timeout = ${options.busyTimeout ?? 5000}`)

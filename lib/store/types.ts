@@ -78,7 +78,7 @@ export interface TaskStore {
    * done at once. The request handler then applies an executor's events synchronously,
    * without a promise and a turn of the microtask queue per store call.
    */
-  readonly immediate?: ImmediateTaskStore
+  readonly immediate?: ImmediateTaskStore | undefined
 }
 
 /** `TaskStore`'s create, get and update, with the same semantics, returning at once. */
