@@ -114,10 +114,10 @@ if (url !== undefined) {
     let refusing = 0
     let refused = 0
     const proxy = await postgresProxy(url, () => {
-      if (refusing === 0) return false
+      if (refusing === 0) return 'forward'
       refusing--
       refused++
-      return true
+      return 'refuse'
     })
     const applicationName = `a2a_bus_relisten_${process.pid}`
     const proxiedPool = new pg.Pool({ connectionString: proxy.url, application_name: applicationName })

@@ -33,7 +33,7 @@ const url = await requirePostgres(t)
 if (url !== undefined) {
   t.test('PostgreSQL out of reach: Unavailable on JSON-RPC and HTTP+JSON (503, Retry-After), then served again', async t => {
     let down = false
-    const proxy = await postgresProxy(url, () => down)
+    const proxy = await postgresProxy(url, () => down ? 'refuse' : 'forward')
     const schema = uniqueSchema('outage')
     const stores = await openPostgresStores({ connectionString: proxy.url, schema })
     const server = await startServer({ taskStore: stores.taskStore, pushConfigStore: stores.pushConfigStore })
@@ -58,5 +58,33 @@ if (url !== undefined) {
 
     down = false
     t.equal((await result(server.endpoint, 'GetTask', { id: task.id })).status.state, 'TASK_STATE_COMPLETED', 'back: served again')
+  })
+
+  t.test('PostgreSQL that stops answering: a call waits connectionTimeout for a connection, then is Unavailable', async t => {
+    let hanging = false
+    const proxy = await postgresProxy(url, () => hanging ? 'hang' : 'forward')
+    const schema = uniqueSchema('hang')
+    const stores = await openPostgresStores({ connectionString: proxy.url, schema, connectionTimeout: 300 })
+    const server = await startServer({ taskStore: stores.taskStore, pushConfigStore: stores.pushConfigStore })
+    t.teardown(async () => {
+      await server.close()
+      await proxy.close()
+      await stores.close()
+      await dropSchemas(url, [schema])
+    })
+    const task = (await result(server.endpoint, 'SendMessage', { message: userMessage('hello') })).task
+    hanging = true
+    proxy.cut()
+    const started = Date.now()
+    const { error } = await call(server.endpoint, 'GetTask', { id: task.id })
+    t.equal(error.code, -32603)
+    t.match(error.message, /unavailable/i)
+    t.ok(Date.now() - started >= 300, 'not before the timeout')
+  })
+
+  t.test('connectionTimeout is checked', async t => {
+    for (const bad of [-1, 1.5, 'x']) {
+      await t.rejects(openPostgresStores({ connectionString: url, connectionTimeout: bad as number }), { name: 'TypeError', message: /connectionTimeout/ }, String(bad))
+    }
   })
 }

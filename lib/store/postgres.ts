@@ -24,6 +24,12 @@ export interface PostgresStoreOptions {
   pool?: pg.Pool
   /** The schema holding the tables; created when missing. Default `public`. */
   schema?: string
+  /**
+   * With `connectionString`: how long a query waits for a connection of the pool the stores
+   * make, in ms; past it the call is Unavailable (a database that stopped answering holds no
+   * call for ever). 0 waits without end. Default 10,000.
+   */
+  connectionTimeout?: number
   /** How long a terminal task is kept, in ms. Default: forever. */
   ttl?: number
   /** Clock, for tests. */
@@ -164,13 +170,19 @@ export async function migratePostgres (pool: pg.Pool, schema = 'public'): Promis
   })
 }
 
+const DEFAULT_CONNECTION_TIMEOUT = 10_000
+
 /** Connects, migrates, and returns both stores over one pool. */
 export async function openPostgresStores (options: PostgresStoreOptions): Promise<PostgresStores> {
   if ((options.pool === undefined) === (options.connectionString === undefined)) {
     throw new TypeError('openPostgresStores needs exactly one of connectionString and pool')
   }
+  const { connectionTimeout = DEFAULT_CONNECTION_TIMEOUT } = options
+  if (!Number.isSafeInteger(connectionTimeout) || connectionTimeout < 0) {
+    throw new TypeError('openPostgresStores: connectionTimeout must be an integer >= 0 (ms)')
+  }
   const owned = options.pool === undefined
-  const pool = options.pool ?? new (loadPg('openPostgresStores').Pool)({ connectionString: options.connectionString })
+  const pool = options.pool ?? new (loadPg('openPostgresStores').Pool)({ connectionString: options.connectionString, connectionTimeoutMillis: connectionTimeout })
   // An idle connection that dies (a database restart) must not crash the process; the next query reports it.
   if (owned) pool.on('error', () => {})
   const schema = options.schema ?? 'public'

@@ -113,14 +113,19 @@ export interface PostgresProxy {
 }
 
 /**
- * A TCP proxy to the PostgreSQL of `url`, for connections lost or refused on cue: a connection
- * it accepts while `refuse()` says so is closed at once.
+ * A TCP proxy to the PostgreSQL of `url`, for connections lost, refused or left hanging on cue:
+ * what `mode()` says when a connection arrives decides whether it is forwarded, closed at once,
+ * or held open with nothing ever sent on (a database that stopped answering).
  */
-export async function postgresProxy (url: string, refuse: () => boolean = () => false): Promise<PostgresProxy> {
+export async function postgresProxy (url: string, mode: () => 'forward' | 'refuse' | 'hang' = () => 'forward'): Promise<PostgresProxy> {
   const target = new URL(url)
   const sockets = new Set<net.Socket>()
   const proxy = net.createServer(socket => {
-    if (refuse()) return socket.destroy()
+    const now = mode()
+    if (now === 'refuse') return socket.destroy()
+    sockets.add(socket)
+    socket.on('close', () => sockets.delete(socket))
+    if (now === 'hang') return
     const upstream = net.connect(Number(target.port || 5432), target.hostname)
     for (const [one, other] of [[socket, upstream], [upstream, socket]] as const) {
       sockets.add(one)
