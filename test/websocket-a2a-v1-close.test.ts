@@ -43,17 +43,17 @@ t.test('1003: a binary frame closes the connection without an answer', async t =
 
 t.test('1009: past the 1 MiB cap (an option) the connection closes; a message under it is served', async t => {
   const client = await connectV1(v1Url(server.origin))
-  const under = await client.request('under', 'GetTask', { id: 'x'.repeat(1024 * 1024 - 200) })
+  const under = await client.request('under', 'GetTask', { id: 'x', padding: 'x'.repeat(1024 * 1024 - 200) })
   t.equal(under.error.code, -32001)
-  client.call('over', 'GetTask', { id: 'x'.repeat(1024 * 1024) })
+  client.call('over', 'GetTask', { id: 'x', padding: 'x'.repeat(1024 * 1024) })
   t.same(await client.closed, { code: 1009, reason: 'message larger than 1048576 bytes' })
   const small = await startServer({ websocket: { a2aV1: { maxMessageSize: 2048 } } })
   t.teardown(() => small.close())
   const capped = await connectV1(v1Url(small.origin))
-  capped.call('big', 'GetTask', { id: 'x'.repeat(3000) })
+  capped.call('big', 'GetTask', { id: 'x', padding: 'x'.repeat(3000) })
   t.equal((await capped.closed).code, 1009)
   const seed = await connect(wsUrl(small.origin))
-  t.equal((await seed.request('GetTask', { id: 'x'.repeat(3000) })).error.code, -32001, 'seed 000 keeps its own 4 MiB cap')
+  t.equal((await seed.request('GetTask', { id: 'x', padding: 'x'.repeat(3000) })).error.code, -32001, 'seed 000 keeps its own 4 MiB cap')
   seed.close()
 })
 

@@ -23,9 +23,9 @@ t.test('the cap is an option; a message just under it is served', async t => {
   const server = await startServer({ websocket: { maxMessageSize: 2048 } })
   t.teardown(() => server.close())
   const client = await connect(wsUrl(server.origin))
-  const fits = JSON.stringify({ jsonrpc: '2.0', id: 'fits', method: 'GetTask', params: { id: 'x'.repeat(1900) } })
-  t.equal((await client.request('GetTask', { id: 'x'.repeat(1900) }, 'fits')).error.code, -32001, `${fits.length} bytes fit`)
-  client.send({ jsonrpc: '2.0', id: 2, method: 'GetTask', params: { id: 'x'.repeat(3000) } })
+  const fits = JSON.stringify({ jsonrpc: '2.0', id: 'fits', method: 'GetTask', params: { id: 'x', padding: 'x'.repeat(1900) } })
+  t.equal((await client.request('GetTask', { id: 'x', padding: 'x'.repeat(1900) }, 'fits')).error.code, -32001, `${fits.length} bytes fit`)
+  client.send({ jsonrpc: '2.0', id: 2, method: 'GetTask', params: { id: 'x', padding: 'x'.repeat(3000) } })
   t.equal((await client.closed).code, 1009)
 })
 
