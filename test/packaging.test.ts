@@ -2,8 +2,6 @@
 // optional peer dependencies, loaded only by the functions that need them, never at
 // `import 'fastify-a2a'`; a missing one is named in the error. The manifest makes Fastify
 // a peer, and offers the package to `import` and to `require`.
-import { spawn } from 'node:child_process'
-import { once } from 'node:events'
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
@@ -11,25 +9,14 @@ import type { Redis } from 'ioredis'
 import type { RedisClient, RedisConnection } from '../lib/index.js'
 import { MissingBackendError, optionalRequire } from '../lib/optional-require.js'
 import { AGENT_BUILD } from './helpers/build-agent.js'
+import { childJson } from './helpers/child-json.js'
 
 const BACKENDS = ['better-sqlite3', 'pg', 'ioredis'] as const
-
-/** Runs `script` (an ES module body) in a plain Node child, without the TypeScript loader; resolves with the JSON it printed. */
-async function child (script: string): Promise<any> {
-  const process_ = spawn(process.execPath, ['--no-warnings', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] })
-  let stdout = ''
-  let stderr = ''
-  process_.stdout.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk })
-  process_.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
-  const [code] = await once(process_, 'exit')
-  if (code !== 0) throw new Error(`the child failed (${code}): ${stderr}`)
-  return JSON.parse(stdout)
-}
 
 t.test('importing the main entry loads none of the optional backends; the functions needing one load it', async t => {
   // The compiled lib/ that test/helpers/build-agent.ts built before the tests (tsconfig.build.json, as `npm run build`).
   const entry = join(AGENT_BUILD, 'lib', 'index.js')
-  const result = await child(`
+  const result = await childJson(`
     import { createRequire } from 'node:module'
     const require = createRequire(import.meta.url)
     // Every CommonJS module, whether required or imported, is in require.cache; the three backends are CommonJS.

@@ -1,7 +1,7 @@
 // A store that cannot be reached for a while (PostgreSQL behind a proxy that goes down): calls
 // get Unavailable with a RetryInfo, worth another attempt, not an internal error; once the
 // database is back, the same server serves again.
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { openPostgresStores } from '../lib/index.js'
 import { toA2AError } from '../lib/errors/index.js'
 import { dropSchemas, postgresProxy, requirePostgres, uniqueSchema } from './helpers/postgres.js'
@@ -31,20 +31,25 @@ t.test('the codes of a service out of reach are Unavailable with a RetryInfo; an
 
 const url = await requirePostgres(t)
 if (url !== undefined) {
-  t.test('PostgreSQL out of reach: Unavailable on JSON-RPC and HTTP+JSON (503, Retry-After), then served again', async t => {
-    let down = false
-    const proxy = await postgresProxy(url, () => down ? 'refuse' : 'forward')
+  /** A server on PostgreSQL stores reached through a proxy whose `mode` the test changes; a task already stored. */
+  const serverBehindProxy = async (t: Test, mode: () => 'forward' | 'refuse' | 'hang', options: { connectionTimeout?: number } = {}) => {
+    const proxy = await postgresProxy(url, mode)
     const schema = uniqueSchema('outage')
-    const stores = await openPostgresStores({ connectionString: proxy.url, schema })
+    const stores = await openPostgresStores({ connectionString: proxy.url, schema, ...options })
     const server = await startServer({ taskStore: stores.taskStore, pushConfigStore: stores.pushConfigStore })
     t.teardown(async () => {
       await server.close()
-      await stores.close()
       await proxy.close()
+      await stores.close()
       await dropSchemas(url, [schema])
     })
     const task = (await result(server.endpoint, 'SendMessage', { message: userMessage('hello') })).task
+    return { proxy, server, task }
+  }
 
+  t.test('PostgreSQL out of reach: Unavailable on JSON-RPC and HTTP+JSON (503, Retry-After), then served again', async t => {
+    let down = false
+    const { proxy, server, task } = await serverBehindProxy(t, () => down ? 'refuse' : 'forward')
     down = true
     proxy.cut()
     const { error } = await call(server.endpoint, 'GetTask', { id: task.id })
@@ -62,17 +67,7 @@ if (url !== undefined) {
 
   t.test('PostgreSQL that stops answering: a call waits connectionTimeout for a connection, then is Unavailable', async t => {
     let hanging = false
-    const proxy = await postgresProxy(url, () => hanging ? 'hang' : 'forward')
-    const schema = uniqueSchema('hang')
-    const stores = await openPostgresStores({ connectionString: proxy.url, schema, connectionTimeout: 300 })
-    const server = await startServer({ taskStore: stores.taskStore, pushConfigStore: stores.pushConfigStore })
-    t.teardown(async () => {
-      await server.close()
-      await proxy.close()
-      await stores.close()
-      await dropSchemas(url, [schema])
-    })
-    const task = (await result(server.endpoint, 'SendMessage', { message: userMessage('hello') })).task
+    const { proxy, server, task } = await serverBehindProxy(t, () => hanging ? 'hang' : 'forward', { connectionTimeout: 300 })
     hanging = true
     proxy.cut()
     const started = Date.now()
