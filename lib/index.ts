@@ -1,6 +1,7 @@
 // fastify-a2a: one Fastify instance serving an A2A v1.0 agent.
 export { a2aWebSocket, a2aWebSocket as default, AGENT_CARD_PATH, type A2ADecorator } from './plugin.js'
-export { InvalidOptionError, type A2APluginOptions, type ExtendedCardProvider } from './options.js'
+export { MissingBackendError } from './optional-require.js'
+export { AlreadyRegisteredError, InvalidOptionError, type A2APluginOptions, type ExtendedCardProvider } from './options.js'
 export * from './errors/index.js'
 export * from './schema/wire.js'
 export * from './schema/requests.js'

@@ -23,6 +23,9 @@ import { AgentCardInput } from './schema/wire.js'
 import type { PushConfigStore, TaskStore } from './store/types.js'
 
 export const InvalidOptionError = createError('A2A_ERR_INVALID_OPTION', 'Invalid option %s: %s', 500, TypeError)
+/** One agent per Fastify instance (or context): its routes, its `a2a` decorator and its card are the instance's. */
+export const AlreadyRegisteredError = createError('A2A_ERR_ALREADY_REGISTERED',
+  'fastify-a2a is already registered on this instance: one agent per instance (register another in a context with a prefix of its own)', 500)
 
 export type ExtendedCardProvider = (context: CallContext) => AgentCardInput | Promise<AgentCardInput>
 

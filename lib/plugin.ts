@@ -7,7 +7,7 @@ import type { EventBus } from './bus/types.js'
 import { InvalidAgentResponseError } from './errors/index.js'
 import type { CallContext } from './handler/executor.js'
 import { RequestHandler } from './handler/request-handler.js'
-import { InvalidOptionError, interceptorList, normalizeOptions, validateCard, type A2APluginOptions, type NormalizedOptions } from './options.js'
+import { AlreadyRegisteredError, InvalidOptionError, interceptorList, normalizeOptions, validateCard, type A2APluginOptions, type NormalizedOptions } from './options.js'
 import { CallRunner } from './dispatcher/call.js'
 import { AGENT_CARD_PATH, buildCard, cardRoute, renderCard, requestOrigin, type RenderedCard, type ServedBinding } from './dispatcher/card.js'
 import { signAgentCard } from './card/signing.js'
@@ -59,6 +59,7 @@ declare module 'fastify' {
 const CARD_CACHE_LIMIT = 32
 
 async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions): Promise<void> {
+  if (fastify.hasDecorator('a2a')) throw new AlreadyRegisteredError()
   const options: NormalizedOptions = normalizeOptions(rawOptions)
   const { prefix } = options
   const pushConfigStore = options.pushConfigStore ?? new MemoryPushConfigStore()

@@ -177,6 +177,31 @@ t.test('registered in a context with a prefix of its own: every route is under i
   t.equal((await client.request('GetTask', { id: 'x' })).error.code, -32001, 'so does the WebSocket URL')
 })
 
+t.test('one agent per instance: registered twice, A2A_ERR_ALREADY_REGISTERED; two contexts with prefixes of their own serve two agents', async t => {
+  const twice = Fastify()
+  t.teardown(() => twice.close())
+  await twice.register(a2aWebSocket, { executor: conformanceAgent, card: conformanceCard })
+  await t.rejects(async () => await twice.register(a2aWebSocket, { executor: conformanceAgent, card: conformanceCard, prefix: '/other' }), { code: 'A2A_ERR_ALREADY_REGISTERED' })
+
+  const fastify = Fastify()
+  for (const name of ['one', 'two']) {
+    await fastify.register(async (context) => {
+      await context.register(a2aWebSocket, { executor: conformanceAgent, card: { ...conformanceCard, name } })
+    }, { prefix: `/${name}` })
+  }
+  await fastify.listen({ host: '127.0.0.1', port: 0 })
+  t.teardown(() => fastify.close())
+  const origin = `http://127.0.0.1:${(fastify.server.address() as AddressInfo).port}`
+  for (const name of ['one', 'two']) {
+    const card = await (await fetch(`${origin}/${name}/.well-known/agent-card.json`)).json()
+    t.equal(card.name, name)
+    t.equal((await call(card.supportedInterfaces[0].url, 'GetTask', { id: 'x' })).error.code, -32001, `${name}: JSON-RPC`)
+    const client = await connect(`${card.supportedInterfaces.find((i: any) => i.url.startsWith('ws')).url as string}?A2A-Version=1.0`)
+    t.equal((await client.request('GetTask', { id: 'x' })).error.code, -32001, `${name}: WebSocket`)
+    client.close()
+  }
+})
+
 t.test('signing: the served card carries a JWS over its canonical form that verifies', async t => {
   const { generateKeyPair } = await import('jose')
   const { verifyAgentCard } = await import('../lib/index.js')

@@ -7,6 +7,7 @@ import { join } from 'node:path'
 import t from 'tap'
 import type { Redis } from 'ioredis'
 import type { RedisClient, RedisConnection } from '../lib/index.js'
+import * as exported from '../lib/index.js'
 import { MissingBackendError, optionalRequire } from '../lib/optional-require.js'
 import { AGENT_BUILD } from './helpers/build-agent.js'
 import { childJson } from './helpers/child-json.js'
@@ -60,6 +61,7 @@ t.test('a missing backend is named, with how to install it', async t => {
     'fastify-a2a: openSqliteStores needs better-sqlite3 (npm install better-sqlite3@12)')
   t.equal(new MissingBackendError('pg', 'openPostgresStores').message, 'fastify-a2a: openPostgresStores needs pg (npm install pg@8)')
   t.equal(new MissingBackendError('ioredis', 'redisBus').message, 'fastify-a2a: redisBus needs ioredis (npm install ioredis@5)')
+  t.equal(exported.MissingBackendError, MissingBackendError, 'exported from the main entry, for instanceof')
 })
 
 t.test('a backend that is there but fails to load is reported as it failed, not as missing', async t => {

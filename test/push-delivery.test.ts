@@ -223,6 +223,27 @@ t.test('reading the task\'s configs keeps failing: each event is given up after 
   })))
 })
 
+t.test('a 429 or 503 with Retry-After: the next attempt waits as long, up to maxRetryDelay', async t => {
+  const inHttpDate = new Date(Date.now() + 2000).toUTCString()
+  const { receiver, url, sender } = await setup(t, (path, n) => {
+    if (n > 1) return 200
+    if (path === '/seconds') return { status: 429, headers: { 'retry-after': '1' } }
+    if (path === '/date') return { status: 503, headers: { 'retry-after': inHttpDate } }
+    return { status: 503, headers: { 'retry-after': '3600' } }
+  }, { maxRetryDelay: 1500 })
+  for (const path of ['/seconds', '/date', '/capped']) {
+    await result(url, 'SendMessage', { message: userMessage('input'), configuration: { taskPushNotificationConfig: { url: `${receiver.origin}${path}` } } })
+  }
+  await sender.idle()
+  const gap = (path: string) => {
+    const [first, second] = receiver.received.filter(entry => entry.path === path)
+    return (second?.at ?? Number.NaN) - (first?.at ?? Number.NaN)
+  }
+  t.ok(gap('/seconds') >= 990, `Retry-After: 1 waited ${gap('/seconds')} ms (retryDelay is 1 ms)`)
+  t.ok(gap('/date') >= 1000, `an HTTP date two seconds ahead, capped at maxRetryDelay 1,500 ms: waited ${gap('/date')} ms`)
+  t.ok(gap('/capped') >= 1490 && gap('/capped') < 30_000, `Retry-After: 3600 capped at maxRetryDelay: waited ${gap('/capped')} ms`)
+})
+
 t.test('408 and 429 are retried; another 4xx is not, and the queue moves on', async t => {
   const statuses: Record<string, number[]> = { '/busy': [429, 408, 200], '/bad': [400, 200, 200, 200, 200] }
   const { receiver, url, sender, reports } = await setup(t, (path, n) => statuses[path]?.[n - 1] ?? 200)

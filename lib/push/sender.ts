@@ -147,6 +147,17 @@ interface Attempt {
   status?: number
   reason?: string
   refused?: boolean
+  /** A 429's or 503's Retry-After, in ms: the webhook's own wait before the next attempt. */
+  retryAfter?: number
+}
+
+/** Retry-After (RFC 9110 §10.2.3), seconds or an HTTP date, in ms from now; undefined when absent or unreadable. */
+function retryAfterMs (value: string | undefined, now: number): number | undefined {
+  if (value === undefined) return undefined
+  const trimmed = value.trim()
+  if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000
+  const date = Date.parse(trimmed)
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now)
 }
 
 export class PushSender {
@@ -408,14 +419,17 @@ export class PushSender {
         this.#logger.warn({ taskId: ref.taskId, configId, attempts, status: attempt.status, reason: attempt.reason }, `push delivery ${outcome}`)
         return this.#report(delivery, { outcome, attempts, status: attempt.status, reason: attempt.reason })
       }
-      await this.#pause(attempts, signal)
+      await this.#pause(attempts, signal, attempt.retryAfter)
     }
   }
 
-  /** The backoff after attempt number `attempts`; closing cuts it short. */
-  async #pause (attempts: number, signal: AbortSignal): Promise<void> {
+  /**
+   * The backoff after attempt number `attempts`, or the webhook's Retry-After when longer (never
+   * past `maxRetryDelay`); closing cuts it short.
+   */
+  async #pause (attempts: number, signal: AbortSignal, retryAfter = 0): Promise<void> {
     try {
-      await sleep(this.#backoff(attempts), undefined, { signal })
+      await sleep(Math.max(this.#backoff(attempts), Math.min(retryAfter, this.#options.maxRetryDelay)), undefined, { signal })
     } catch {}
   }
 
@@ -495,6 +509,7 @@ export class PushSender {
           const decided: Attempt = status >= 200 && status < 300
             ? { ok: true, retry: false, status }
             : { ok: false, retry: status === 408 || status === 429 || status >= 500, status, reason: `HTTP ${status}` }
+          if (status === 429 || status === 503) decided.retryAfter = retryAfterMs(response.headers['retry-after'], Date.now())
           answer = decided
           // The body is not read, but drained so the connection can be reused, within the attempt's
           // deadline: the attempt ends with the body. A webhook that never ends it has its socket

@@ -6,6 +6,8 @@ export interface Received {
   path: string
   headers: IncomingHttpHeaders
   body: any
+  /** When it arrived (Date.now()). */
+  at: number
 }
 
 export interface Receiver {
@@ -18,8 +20,9 @@ export interface Receiver {
   close (): Promise<void>
 }
 
-/** The status to answer with, or a promise of it (to hold the request). `n` counts requests on the path from 1. */
-export type Answer = (path: string, n: number) => number | Promise<number>
+/** The status to answer with (and headers), or a promise of it (to hold the request). `n` counts requests on the path from 1. */
+export type Answer = (path: string, n: number) => Reply | Promise<Reply>
+type Reply = number | { status: number, headers: Record<string, string> }
 
 export async function startReceiver (answer: Answer = () => 200, host = '127.0.0.1'): Promise<Receiver> {
   const received: Received[] = []
@@ -31,8 +34,11 @@ export async function startReceiver (answer: Answer = () => 200, host = '127.0.0
       const path = request.url ?? ''
       const n = (counts.get(path) ?? 0) + 1
       counts.set(path, n)
-      received.push({ path, headers: request.headers, body: JSON.parse(Buffer.concat(chunks).toString()) })
-      Promise.resolve(answer(path, n)).then(status => response.writeHead(status).end(), () => response.destroy())
+      received.push({ path, headers: request.headers, body: JSON.parse(Buffer.concat(chunks).toString()), at: Date.now() })
+      Promise.resolve(answer(path, n)).then(reply => {
+        if (typeof reply === 'number') response.writeHead(reply).end()
+        else response.writeHead(reply.status, reply.headers).end()
+      }, () => response.destroy())
     })
   })
   await new Promise<void>(resolve => server.listen(0, host, resolve))
