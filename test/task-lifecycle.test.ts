@@ -298,3 +298,25 @@ t.test('a blocking SendMessage whose finished task the store has let go already:
   t.match(error.message, /^Task not found: [0-9a-f-]{36}$/)
   t.equal((await call(gone.endpoint, 'SendMessage', { message: userMessage('input') })).result.task.status.state, 'TASK_STATE_INPUT_REQUIRED', 'a task still running is answered as ever')
 })
+
+t.test('GetTask with historyLength on a SQL store: the latest messages, read alone; an unknown id is TaskNotFound', async t => {
+  const dir = mkdtempSync(join(tmpdir(), 'a2a-gettask-'))
+  const stores = openSqliteStores({ path: join(dir, 'tasks.db') })
+  const sqlite = await startServer({ taskStore: stores.taskStore, pushConfigStore: stores.pushConfigStore })
+  t.teardown(async () => {
+    await sqlite.close()
+    stores.close()
+    rmSync(dir, { recursive: true, force: true })
+  })
+  const task = (await result(sqlite.endpoint, 'SendMessage', { message: userMessage('input') })).task
+  const answer = userMessage('the answer', { taskId: task.id })
+  await result(sqlite.endpoint, 'SendMessage', { message: answer })
+  const whole = await result(sqlite.endpoint, 'GetTask', { id: task.id })
+  t.equal(whole.history.length, 3, 'the first message, the agent\'s question, the answer')
+  t.same((await result(sqlite.endpoint, 'GetTask', { id: task.id, historyLength: 1 })).history, [whole.history[2]], 'the latest one')
+  t.same((await result(sqlite.endpoint, 'GetTask', { id: task.id, historyLength: 2 })).history, whole.history.slice(1), 'the latest two, in order')
+  const none = await result(sqlite.endpoint, 'GetTask', { id: task.id, historyLength: 0 })
+  t.equal(none.history, undefined, 'historyLength 0: no history')
+  t.same(none.artifacts, whole.artifacts, 'the artifacts whatever historyLength says')
+  t.equal((await call(sqlite.endpoint, 'GetTask', { id: 'missing', historyLength: 1 })).error.code, -32001)
+})

@@ -635,8 +635,13 @@ export class RequestHandler {
   }
 
   async getTask (params: GetTaskRequest, context: CallContext): Promise<Task> {
-    const task = await this.#loadTask(params.id, context)
-    return projectTask(task, params.historyLength)
+    const { historyLength } = params
+    // A store may read only the messages the answer shows; the memory store has them at hand.
+    const task = historyLength === undefined || this.#options.taskStore.immediate !== undefined
+      ? await this.#loadTask(params.id, context)
+      : await this.#options.taskStore.get(params.id, this.#scope(context), { historyLength })
+    if (task === undefined) throw taskNotFound(params.id)
+    return projectTask(task, historyLength)
   }
 
   async listTasks (params: ListTasksRequest, context: CallContext): Promise<ListTasksResponse> {

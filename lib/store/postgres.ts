@@ -14,7 +14,7 @@ import { decodeCursor, encodeCursor } from './memory.js'
 import { loadPg, tableExists, transaction } from './pg-transaction.js'
 import { expiry, joinArtifact, joinTask, NOT_TERMINAL, splitArtifact, statusTime, UNFINISHED_STATES, type ArtifactFields, type Chunk } from './rows.js'
 import type {
-  ListTasksPage, ListTasksQuery, PushConfigPage, PushConfigStore, Scope, StoredPushConfig, TaskChange, TaskStore, UnfinishedTask, VersionedTask
+  ListTasksPage, ListTasksQuery, PushConfigPage, PushConfigStore, Scope, StoredPushConfig, TaskChange, TaskStore, TaskView, UnfinishedTask, VersionedTask
 } from './types.js'
 
 export interface PostgresStoreOptions {
@@ -263,8 +263,27 @@ export class PostgresTaskStore implements TaskStore {
     return 1
   }
 
-  async get (id: string, scope: Scope): Promise<Task | undefined> {
-    return (await this.getVersioned(id, scope))?.task
+  async get (id: string, scope: Scope, view?: TaskView): Promise<Task | undefined> {
+    if (view === undefined) return (await this.getVersioned(id, scope))?.task
+    const values: unknown[] = [scope.tenant, id, this.#now()]
+    const { rows } = await this.#pool.query<TaskRow>(`SELECT ${this.#columns(view, values)} FROM ${this.#S}.a2a_tasks t
+      WHERE t.tenant = $1 AND t.id = $2 AND (t.expires_at IS NULL OR t.expires_at > $3)`, values)
+    return rows[0] === undefined ? undefined : assemble(rows[0])
+  }
+
+  /**
+   * The select list of a task from the row `t`, reading only what `view` shows: the latest
+   * `historyLength` messages (a parameter pushed onto `values`), no artifacts when `includeArtifacts` is false.
+   */
+  #columns (view: Pick<ListTasksQuery, 'historyLength' | 'includeArtifacts'>, values: unknown[]): string {
+    const { historyLength, includeArtifacts } = view
+    const history = historyLength === undefined
+      ? this.#historyColumn
+      : historyLength === 0
+        ? 'NULL::json AS history'
+        : `(SELECT json_agg(l.message ORDER BY l.seq) FROM (SELECT m.message, m.seq FROM ${this.#S}.a2a_messages m
+            WHERE m.tenant = t.tenant AND m.task_id = t.id ORDER BY m.seq DESC LIMIT $${values.push(historyLength)}) l) AS history`
+    return `${this.#rowColumns}, ${history}, ${includeArtifacts === false ? 'NULL::json AS artifacts' : this.#artifactsColumn}`
   }
 
   async getVersioned (id: string, scope: Scope): Promise<VersionedTask | undefined> {
@@ -325,14 +344,7 @@ export class PostgresTaskStore implements TaskStore {
     const limit = `$${values.push(query.pageSize + 1)}`
     const S = this.#S
     // Only what the answer shows is read: the latest `historyLength` messages, the artifacts when asked for.
-    const { historyLength, includeArtifacts } = query
-    const history = historyLength === undefined
-      ? this.#historyColumn
-      : historyLength === 0
-        ? 'NULL::json AS history'
-        : `(SELECT json_agg(l.message ORDER BY l.seq) FROM (SELECT m.message, m.seq FROM ${S}.a2a_messages m
-            WHERE m.tenant = t.tenant AND m.task_id = t.id ORDER BY m.seq DESC LIMIT $${values.push(historyLength)}) l) AS history`
-    const columns = `${this.#rowColumns}, ${history}, ${includeArtifacts === false ? 'NULL::json AS artifacts' : this.#artifactsColumn}`
+    const columns = this.#columns(query, values)
     // One statement: the count and the page come from one snapshot. The page holds one row
     // more than asked, which tells whether another follows; an empty page still yields the count.
     const { rows } = await this.#pool.query<TaskRow & { total: number }>(`

@@ -9,7 +9,7 @@ import { decodeCursor, encodeCursor } from './memory.js'
 import { optionalRequire } from '../optional-require.js'
 import { expiry, joinArtifact, joinTask, NOT_TERMINAL, splitArtifact, statusTime, UNFINISHED_STATES, type ArtifactFields, type Chunk } from './rows.js'
 import type {
-  ListTasksPage, ListTasksQuery, PushConfigPage, PushConfigStore, Scope, StoredPushConfig, TaskChange, TaskStore, UnfinishedTask, VersionedTask
+  ListTasksPage, ListTasksQuery, PushConfigPage, PushConfigStore, Scope, StoredPushConfig, TaskChange, TaskStore, TaskView, UnfinishedTask, VersionedTask
 } from './types.js'
 
 export interface SqliteStoreOptions {
@@ -188,8 +188,12 @@ export class SqliteTaskStore implements TaskStore {
     return 1
   }
 
-  async get (id: string, scope: Scope): Promise<Task | undefined> {
-    return (await this.getVersioned(id, scope))?.task
+  async get (id: string, scope: Scope, view?: TaskView): Promise<Task | undefined> {
+    if (view === undefined) return (await this.getVersioned(id, scope))?.task
+    return this.#db.transaction(() => {
+      const row = this.#statements.getTask.get(scope.tenant, id, this.#now()) as TaskRow | undefined
+      return row === undefined ? undefined : this.#assemble(row, view)
+    })()
   }
 
   async getVersioned (id: string, scope: Scope): Promise<VersionedTask | undefined> {

@@ -32,6 +32,11 @@ export interface ListTasksQuery {
   includeArtifacts?: boolean
 }
 
+/** What an answer shows of a task: at most its latest `historyLength` messages (absent: all). */
+export interface TaskView {
+  historyLength?: number
+}
+
 export interface ListTasksPage {
   tasks: Task[]
   totalSize: number
@@ -54,7 +59,11 @@ export interface TaskStore {
    * The task as stored, or undefined. The object is a read view: callers copy what
    * they keep and never mutate it.
    */
-  get (id: string, scope: Scope): Promise<Task | undefined>
+  /**
+   * The task, or undefined. With `view` (GetTask's), a store may read no more than its latest
+   * `historyLength` messages: the handler trims what is returned either way.
+   */
+  get (id: string, scope: Scope, view?: TaskView): Promise<Task | undefined>
   /**
    * `get` with the task's version, read together: the task holds exactly the changes up to
    * that version. A stream from another instance drops the events the snapshot already holds by it.

@@ -19,7 +19,7 @@ export interface StoreFactory {
    * connection, as a second process would have).
    */
   reopen?: () => Promise<OpenedStores>
-  /** Reads no more than a ListTasks view shows (the SQL stores); the memory store hands back whole tasks, which cost nothing to read. */
+  /** Reads no more than a ListTasks or GetTask view shows (the SQL stores); the memory store hands back whole tasks, which cost nothing to read. */
   readsListView?: boolean
 }
 
@@ -248,6 +248,15 @@ export function storeContract (t: Test, factory: StoreFactory): void {
     }
     const [withArtifacts] = (await taskStore.list({ pageSize: 10, historyLength: 1, includeArtifacts: true }, A)).tasks
     t.same(withArtifacts?.artifacts, [artifact], 'includeArtifacts: the artifacts')
+    for (const historyLength of [0, 2, 9]) {
+      const got = await taskStore.get('v', A, { historyLength })
+      const history = got?.history ?? []
+      const latest = messages.slice(messages.length - Math.min(historyLength, messages.length))
+      if (factory.readsListView === true) t.same(history, latest, `get, historyLength ${historyLength}: exactly the latest`)
+      else t.same(history.slice(history.length - latest.length), latest, `get, historyLength ${historyLength}: the latest among what is returned`)
+      t.same(got?.artifacts, [artifact], 'get: the artifacts, always')
+    }
+    t.equal(await taskStore.get('missing', A, { historyLength: 1 }), undefined, 'get with a view: an unknown id is undefined')
   })
 
   t.test('list filters: contextId, status, statusTimestampAfter (inclusive), combined', async t => {
