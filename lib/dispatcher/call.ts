@@ -4,8 +4,7 @@
 // the same order: method (-32601), params (-32602), version (-32009), extensions.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import {
-  ExtensionSupportRequiredError, PushNotificationNotSupportedError, UnsupportedOperationError, VersionNotSupportedError, invalidParams,
-  shuttingDown, toA2AError, type A2AError
+  ExtensionSupportRequiredError, UnsupportedOperationError, VersionNotSupportedError, invalidParams, shuttingDown, toA2AError
 } from '../errors/index.js'
 import { requestOrigin } from './card.js'
 import type { CallContext } from '../handler/executor.js'
@@ -23,7 +22,7 @@ export interface MethodSpec {
   name: string
   kind: MethodKind
   /** The card capability the method needs: without it the call is refused before its params are read. */
-  needs?: keyof typeof UNSUPPORTED
+  needs?: Capability
   validate: Validator<unknown>
   /** `request`: the call's HTTP request (over WebSocket, the upgrade's), when it has one. */
   invoke (handler: RequestHandler, params: any, context: CallContext, request?: FastifyRequest): Promise<unknown>
@@ -35,15 +34,11 @@ export interface MethodSpec {
 // ignored (spec §5.7). Push configs and cards keep JSON.stringify's.
 const serializeTask = compileSerializer(Task)
 
-/** What a call to a method whose capability the card does not declare gets (the handler's own checks say the same). */
-const UNSUPPORTED = {
-  streaming: (): A2AError => new UnsupportedOperationError('streaming is not supported'),
-  pushNotifications: (): A2AError => new PushNotificationNotSupportedError()
-}
+type Capability = Parameters<RequestHandler['requireCapability']>[0]
 
 function method<P> (
   name: string, kind: MethodKind, validate: Validator<P>, invoke: (handler: RequestHandler, params: P, context: CallContext, request?: FastifyRequest) => Promise<unknown>,
-  serialize: (result: unknown) => string = JSON.stringify, needs?: keyof typeof UNSUPPORTED
+  serialize: (result: unknown) => string = JSON.stringify, needs?: Capability
 ): MethodSpec {
   return { name, kind, needs, validate, invoke, serialize: kind === 'stream' ? serializeStreamResponse : serialize }
 }
@@ -236,7 +231,7 @@ export class CallRunner {
     try {
       if (this.#refusing) throw shuttingDown()
       for (const interceptor of this.#options.interceptors) await interceptor.before?.(context, call)
-      if (spec.needs !== undefined && this.#options.capabilities[spec.needs] !== true) throw UNSUPPORTED[spec.needs]()
+      if (spec.needs !== undefined) this.#options.handler.requireCapability(spec.needs)
       const checked = spec.validate.check(call.params ?? {})
       if (!checked.ok) throw invalidParams(checked.violations)
       checkVersion(version, this.#options.allowMissingVersion)

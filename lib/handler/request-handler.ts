@@ -613,7 +613,7 @@ export class RequestHandler {
   }
 
   async sendStreamingMessage (params: SendMessageRequest, context: CallContext): Promise<AsyncIterableIterator<StreamResponse>> {
-    this.#requireStreaming()
+    this.requireCapability('streaming')
     const queue = this.#openStream()
     let turn: TurnStart
     try {
@@ -705,7 +705,7 @@ export class RequestHandler {
   }
 
   async subscribeToTask (params: SubscribeToTaskRequest, context: CallContext): Promise<AsyncIterableIterator<StreamResponse>> {
-    this.#requireStreaming()
+    this.requireCapability('streaming')
     const task = await this.#loadTask(params.id, context)
     this.#refuseTerminal(task, 'subscribe')
     const queue = this.#openStream()
@@ -761,7 +761,7 @@ export class RequestHandler {
   }
 
   async createTaskPushNotificationConfig (params: CreateTaskPushNotificationConfigRequest, context: CallContext): Promise<TaskPushNotificationConfig> {
-    this.#requirePush()
+    this.requireCapability('pushNotifications')
     const task = await this.#loadTask(params.taskId, context)
     const config = this.#pushConfig(params, task.id)
     await this.#options.checkPushConfig?.(config)
@@ -777,7 +777,7 @@ export class RequestHandler {
   }
 
   async getTaskPushNotificationConfig (params: GetTaskPushNotificationConfigRequest, context: CallContext): Promise<TaskPushNotificationConfig> {
-    this.#requirePush()
+    this.requireCapability('pushNotifications')
     await this.#loadTask(params.taskId, context)
     const config = await this.#options.pushConfigStore.get(params.taskId, params.id, this.#scope(context))
     if (config === undefined) {
@@ -788,14 +788,14 @@ export class RequestHandler {
   }
 
   async listTaskPushNotificationConfigs (params: ListTaskPushNotificationConfigsRequest, context: CallContext): Promise<ListTaskPushNotificationConfigsResponse> {
-    this.#requirePush()
+    this.requireCapability('pushNotifications')
     await this.#loadTask(params.taskId, context)
     const pageSize = params.pageSize === undefined || params.pageSize === 0 ? MAX_PUSH_PAGE_SIZE : Math.min(params.pageSize, MAX_PUSH_PAGE_SIZE)
     return await this.#options.pushConfigStore.list(params.taskId, { pageSize, pageToken: params.pageToken }, this.#scope(context))
   }
 
   async deleteTaskPushNotificationConfig (params: DeleteTaskPushNotificationConfigRequest, context: CallContext): Promise<Record<string, never>> {
-    this.#requirePush()
+    this.requireCapability('pushNotifications')
     await this.#loadTask(params.taskId, context)
     const scope = this.#scope(context)
     await this.#options.pushConfigStore.delete(params.taskId, params.id, scope)
@@ -823,7 +823,7 @@ export class RequestHandler {
     const { message } = params
     this.#checkMediaTypes(message)
     const inlinePush = params.configuration?.taskPushNotificationConfig
-    if (inlinePush !== undefined) this.#requirePush()
+    if (inlinePush !== undefined) this.requireCapability('pushNotifications')
     // A new task on one instance, with no push config to check first: nothing to wait for, no steps.
     if (!hasText(message.taskId) && inlinePush === undefined && this.#options.cluster === undefined) {
       return this.#newTaskTurn(params, context, listener, ended, newId())
@@ -1655,13 +1655,12 @@ export class RequestHandler {
     }
   }
 
-  #requireStreaming (): void {
-    if (this.#options.capabilities.streaming !== true) throw new UnsupportedOperationError('streaming is not supported')
+  /** Throws what a call to a method needing `capability` gets when the card does not declare it. */
+  requireCapability (capability: 'streaming' | 'pushNotifications'): void {
+    if (this.#options.capabilities[capability] === true) return
+    throw capability === 'streaming' ? new UnsupportedOperationError('streaming is not supported') : new PushNotificationNotSupportedError()
   }
 
-  #requirePush (): void {
-    if (this.#options.capabilities.pushNotifications !== true) throw new PushNotificationNotSupportedError()
-  }
 
   /**
    * Stores a push config once the task's events published so far have their configs looked up:

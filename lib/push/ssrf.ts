@@ -69,9 +69,12 @@ export function isBlockedAddress (address: string): boolean {
   return BLOCKED.check(bare, 'ipv6')
 }
 
+/** A host name as compared: lower case, no trailing dot (`Hook.test.` is `hook.test`). */
+const comparedName = (name: string): string => name.toLowerCase().replace(/\.$/, '')
+
 /** A URL's host as compared: no brackets, lower case, no trailing dot. */
 export function hostOf (url: URL): string {
-  return url.hostname.replace(/^\[|\]$/g, '').toLowerCase().replace(/\.$/, '')
+  return comparedName(url.hostname.replace(/^\[|\]$/g, ''))
 }
 
 /** Names that always mean this machine (RFC 6761), whatever a resolver says. */
@@ -107,7 +110,7 @@ export class WebhookGuard {
     for (const entry of allow) {
       const [network = '', prefix] = entry.split('/')
       const family = isIP(network.replace(/^\[|\]$/g, ''))
-      if (family === 0) this.#names.add(entry.toLowerCase().replace(/\.$/, ''))
+      if (family === 0) this.#names.add(comparedName(entry))
       else {
         const type = family === 4 ? 'ipv4' : 'ipv6'
         const bare = network.replace(/^\[|\]$/g, '')
@@ -137,7 +140,7 @@ export class WebhookGuard {
 
   /** Allowed by name: the host is on the allow-list, so whatever it resolves to is too. */
   trustedName (host: string): boolean {
-    return this.#names.has(host)
+    return this.#names.has(comparedName(host))
   }
 
   /**
@@ -182,8 +185,7 @@ export class WebhookGuard {
   async resolveForDelivery (host: string): Promise<ResolvedAddress[]> {
     const addresses = await this.#resolve(host)
     if (addresses.length === 0) throw Object.assign(new Error(`${host} has no address`), { code: 'ENOTFOUND' })
-    // The connection names the host as the URL wrote it: compared as hostOf does, without case or a trailing dot.
-    if (!this.trustedName(host.toLowerCase().replace(/\.$/, ''))) this.checkAddresses(host, addresses)
+    if (!this.trustedName(host)) this.checkAddresses(host, addresses)
     return addresses
   }
 }

@@ -220,9 +220,7 @@ export class PostgresTaskStore implements TaskStore {
   readonly #S: string
   readonly #ttl: number | undefined
   readonly #now: () => number
-  /** The select list of a whole task from the row `t`: history and artifacts aggregated in the same statement, so in one snapshot. */
-  readonly #taskColumns: string
-  /** Its parts: the row's own columns, the history, the artifacts. */
+  /** The parts of a task's select list from the row `t` (`#columns`): the row's own columns, the history, the artifacts. */
   readonly #rowColumns: string
   readonly #historyColumn: string
   readonly #artifactsColumn: string
@@ -240,7 +238,6 @@ export class PostgresTaskStore implements TaskStore {
           (SELECT json_agg(json_build_object('parts', c.parts, 'metadata', c.metadata) ORDER BY c.seq) FROM ${S}.a2a_artifact_chunks c
             WHERE c.tenant = a.tenant AND c.task_id = a.task_id AND c.artifact_id = a.artifact_id)) ORDER BY a.position)
         FROM ${S}.a2a_artifacts a WHERE a.tenant = t.tenant AND a.task_id = t.id) AS artifacts`
-    this.#taskColumns = `${this.#rowColumns},\n      ${this.#historyColumn},\n      ${this.#artifactsColumn}`
     this.#nextVersion = `UPDATE ${S}.a2a_tasks SET version = version + 1 WHERE tenant = $1 AND id = $2 AND ${NOT_TERMINAL}`
   }
 
@@ -263,12 +260,22 @@ export class PostgresTaskStore implements TaskStore {
     return 1
   }
 
-  async get (id: string, scope: Scope, view?: TaskView): Promise<Task | undefined> {
-    if (view === undefined) return (await this.getVersioned(id, scope))?.task
+  async get (id: string, scope: Scope, view: TaskView = {}): Promise<Task | undefined> {
+    const row = await this.#read(id, scope, view)
+    return row === undefined ? undefined : assemble(row)
+  }
+
+  async getVersioned (id: string, scope: Scope): Promise<VersionedTask | undefined> {
+    const row = await this.#read(id, scope, {})
+    return row === undefined ? undefined : { task: assemble(row), version: Number(row.version) }
+  }
+
+  /** The task's row with what `view` shows, history and artifacts aggregated in one statement, so in one snapshot with its version. */
+  async #read (id: string, scope: Scope, view: TaskView): Promise<TaskRow | undefined> {
     const values: unknown[] = [scope.tenant, id, this.#now()]
     const { rows } = await this.#pool.query<TaskRow>(`SELECT ${this.#columns(view, values)} FROM ${this.#S}.a2a_tasks t
       WHERE t.tenant = $1 AND t.id = $2 AND (t.expires_at IS NULL OR t.expires_at > $3)`, values)
-    return rows[0] === undefined ? undefined : assemble(rows[0])
+    return rows[0]
   }
 
   /**
@@ -286,12 +293,6 @@ export class PostgresTaskStore implements TaskStore {
     return `${this.#rowColumns}, ${history}, ${includeArtifacts === false ? 'NULL::json AS artifacts' : this.#artifactsColumn}`
   }
 
-  async getVersioned (id: string, scope: Scope): Promise<VersionedTask | undefined> {
-    // One statement, so one snapshot: the version is that of the very changes the task holds.
-    const { rows } = await this.#pool.query<TaskRow>(`SELECT ${this.#taskColumns} FROM ${this.#S}.a2a_tasks t
-      WHERE t.tenant = $1 AND t.id = $2 AND (t.expires_at IS NULL OR t.expires_at > $3)`, [scope.tenant, id, this.#now()])
-    return rows[0] === undefined ? undefined : { task: assemble(rows[0]), version: Number(rows[0].version) }
-  }
 
   async update (id: string, change: TaskChange, scope: Scope): Promise<number | undefined> {
     return (await this.#write(id, change, scope)) ?? await this.#refused(id, scope)

@@ -189,17 +189,18 @@ export class SqliteTaskStore implements TaskStore {
   }
 
   async get (id: string, scope: Scope, view?: TaskView): Promise<Task | undefined> {
-    if (view === undefined) return (await this.getVersioned(id, scope))?.task
-    return this.#db.transaction(() => {
-      const row = this.#statements.getTask.get(scope.tenant, id, this.#now()) as TaskRow | undefined
-      return row === undefined ? undefined : this.#assemble(row, view)
-    })()
+    return this.#read(id, scope, view)?.task
   }
 
   async getVersioned (id: string, scope: Scope): Promise<VersionedTask | undefined> {
+    return this.#read(id, scope)
+  }
+
+  /** The task with what `view` shows, and its version, read in one transaction. */
+  #read (id: string, scope: Scope, view?: TaskView): VersionedTask | undefined {
     return this.#db.transaction(() => {
       const row = this.#statements.getTask.get(scope.tenant, id, this.#now()) as (TaskRow & { version: number }) | undefined
-      return row === undefined ? undefined : { task: this.#assemble(row), version: row.version }
+      return row === undefined ? undefined : { task: this.#assemble(row, view), version: row.version }
     })()
   }
 
