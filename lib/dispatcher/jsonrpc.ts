@@ -1,11 +1,11 @@
 // The JSON-RPC binding (spec §9): POST at the plugin's root path, one JSON-RPC request
 // per body, SSE for the two streaming methods.
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { InternalError, InvalidAgentResponseError, errorHeaders, toA2AError, type A2AError } from '../errors/index.js'
+import { InternalError, errorHeaders, toA2AError, type A2AError } from '../errors/index.js'
 import { HttpCallContext, httpRequestedVersion, readBodiesAsText, sendHttpAnswer, type HttpDispatcherOptions } from './call.js'
 import { failure, failureObject, parseEnvelope, successOf, type JsonRpcId } from './rpc.js'
 import { coalesceReplies } from './coalesce.js'
-import { writeSse } from './sse.js'
+import { sendSse } from './sse.js'
 
 export const JSONRPC_BINDING = 'JSONRPC'
 
@@ -63,10 +63,8 @@ export async function jsonRpcDispatcher (fastify: FastifyInstance, options: Http
         reply.type('application/json').send(successOf(replyId, method.serialize(result.value)))
         return
       }
-      // Errors before the first event are plain JSON-RPC responses: read it first.
-      const first = await result.events.next()
-      if (first.done === true) throw new InvalidAgentResponseError('the stream ended before its first event')
-      await writeSse(reply, first.value, result.events, {
+      // Errors before the first event are plain JSON-RPC responses (sendSse reads it first).
+      await sendSse(reply, result.events, {
         event: (event) => successOf(replyId, method.serialize(event)),
         error: (error) => JSON.stringify(failureObject(replyId, error))
       }, (error) => logInternal(request, error))

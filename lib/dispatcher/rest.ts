@@ -4,7 +4,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { TObject } from 'typebox'
 import {
-  InternalError, InvalidAgentResponseError, MethodNotFoundError, UnsupportedMediaTypeError, errorHeaders, invalidParams,
+  InternalError, MethodNotFoundError, UnsupportedMediaTypeError, errorHeaders, invalidParams,
   toA2AError, toRestError, type A2AError
 } from '../errors/index.js'
 import { merged } from '../copy.js'
@@ -14,7 +14,7 @@ import { coalesceReplies } from './coalesce.js'
 import { parseJson } from '../json-guard.js'
 import { logInternal } from './jsonrpc.js'
 import { queryDecoder, type Query, type QueryDecoder } from './rest-query.js'
-import { writeSse } from './sse.js'
+import { sendSse } from './sse.js'
 import { etagMatches, etagOf } from './card.js'
 
 export const REST_BINDING = 'HTTP+JSON'
@@ -36,6 +36,8 @@ interface RestRoute {
   operation: string
   /** The request's schema for a route without a body: its fields come from the query string. */
   query?: TObject
+  /** A stream has no HEAD: it would hold a subscription and send its headers only at the end. */
+  streams?: true
 }
 
 const routes: RestRoute[] = [
@@ -45,7 +47,7 @@ const routes: RestRoute[] = [
   { method: 'GET', url: '/tasks', operation: 'ListTasks', query: requests.ListTasksRequest },
   { method: 'POST', url: '/tasks/:id(.+)::cancel', operation: 'CancelTask' },
   // The proto binds GET, the spec's prose POST: both are served (digest §14 #1).
-  { method: 'GET', url: '/tasks/:id(.+)::subscribe', operation: 'SubscribeToTask', query: requests.SubscribeToTaskRequest },
+  { method: 'GET', url: '/tasks/:id(.+)::subscribe', operation: 'SubscribeToTask', query: requests.SubscribeToTaskRequest, streams: true },
   { method: 'POST', url: '/tasks/:id(.+)::subscribe', operation: 'SubscribeToTask' },
   { method: 'POST', url: '/tasks/:taskId/pushNotificationConfigs', operation: 'CreateTaskPushNotificationConfig' },
   { method: 'GET', url: '/tasks/:taskId/pushNotificationConfigs', operation: 'ListTaskPushNotificationConfigs', query: requests.ListTaskPushNotificationConfigsRequest },
@@ -145,10 +147,8 @@ export async function restDispatcher (fastify: FastifyInstance, options: HttpDis
       else reply.type(responseType(request.headers.accept)).send(spec.serialize(result.value))
       return
     }
-    // Errors before the first event are plain error responses: read it first.
-    const first = await result.events.next()
-    if (first.done === true) throw new InvalidAgentResponseError('the stream ended before its first event')
-    await writeSse(reply, first.value, result.events, {
+    // Errors before the first event are plain error responses (sendSse reads it first).
+    await sendSse(reply, result.events, {
       event: (event) => spec.serialize(event),
       error: (error) => JSON.stringify(toRestError(error))
     }, (error) => logInternal(request, error))
@@ -158,7 +158,12 @@ export async function restDispatcher (fastify: FastifyInstance, options: HttpDis
     const spec = methods.get(route.operation) as MethodSpec
     const decode = route.query === undefined ? undefined : queryDecoder(route.query)
     for (const prefix of ['', TENANT_PREFIX]) {
-      fastify.route({ method: route.method, url: prefix + route.url, handler: (request, reply) => sendHttpAnswer(call(spec, decode, request, reply), reply) })
+      fastify.route({
+        method: route.method,
+        url: prefix + route.url,
+        exposeHeadRoute: route.streams !== true,
+        handler: (request, reply) => sendHttpAnswer(call(spec, decode, request, reply), reply)
+      })
     }
   }
 

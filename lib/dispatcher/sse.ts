@@ -2,7 +2,7 @@
 // response, HTTP+JSON sends the bare StreamResponse. Only the renderers differ.
 import type { ServerResponse } from 'node:http'
 import type { FastifyReply } from 'fastify'
-import { toA2AError, type A2AError } from '../errors/index.js'
+import { InvalidAgentResponseError, toA2AError, type A2AError } from '../errors/index.js'
 import type { StreamResponse } from '../schema/wire.js'
 
 export interface SseRender {
@@ -24,11 +24,34 @@ export function sseResponses (server: object): Set<ServerResponse> {
 }
 
 /**
- * Writes the stream as `text/event-stream`. The first event has already been read by
- * the caller (errors before it are plain responses); a reader that disconnects releases
- * the subscription at once.
+ * Answers with the stream as `text/event-stream`. Its first event is read before anything
+ * is written, so an error before it is thrown to the caller, to be a plain error response. A
+ * client that leaves, before the first event or after, releases the subscription at once.
  */
-export async function writeSse (
+export async function sendSse (
+  reply: FastifyReply,
+  events: AsyncIterableIterator<StreamResponse>,
+  render: SseRender,
+  onError: (error: A2AError) => void
+): Promise<void> {
+  const raw = reply.raw
+  // The client may have left while the call was being made: its 'close' has fired already.
+  if (closed(raw)) return await release(events)
+  let left!: () => void
+  const leaving = new Promise<undefined>(resolve => { left = () => resolve(undefined) })
+  raw.on('close', left)
+  let first: IteratorResult<StreamResponse> | undefined
+  try {
+    first = await Promise.race([events.next(), leaving])
+  } finally {
+    raw.off('close', left)
+  }
+  if (first === undefined || closed(raw)) return await release(events)
+  if (first.done === true) throw new InvalidAgentResponseError('the stream ended before its first event')
+  await writeSse(reply, first.value, events, render, onError)
+}
+
+async function writeSse (
   reply: FastifyReply,
   first: StreamResponse,
   events: AsyncIterableIterator<StreamResponse>,
@@ -39,19 +62,19 @@ export async function writeSse (
   reply.hijack()
   const headers: Record<string, string | number | string[]> = {}
   for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) headers[name] = value
+  // No `connection` header: Node answers a client's `Connection: close` (and HTTP/2 forbids the header).
   raw.writeHead(200, {
     ...headers,
     'content-type': 'text/event-stream',
     'cache-control': 'no-cache',
-    connection: 'keep-alive',
     'x-accel-buffering': 'no'
   })
   let gone = false
-  const release = () => {
+  const leave = () => {
     gone = true
-    void events.return?.()
+    void release(events)
   }
-  raw.on('close', release)
+  raw.on('close', leave)
   const open = sseResponses(reply.server.server)
   open.add(raw)
   try {
@@ -64,11 +87,20 @@ export async function writeSse (
     onError(error)
     if (!gone) raw.write(`event: error\ndata: ${render.error(error)}\n\n`)
   } finally {
-    raw.off('close', release)
+    raw.off('close', leave)
     open.delete(raw)
-    await events.return?.()
+    await release(events)
     raw.end()
   }
+}
+
+/** Has the client gone? (A socket destroyed emits the response's 'close' on a later tick.) */
+function closed (raw: FastifyReply['raw']): boolean {
+  return raw.destroyed || raw.socket?.destroyed === true
+}
+
+async function release (events: AsyncIterableIterator<StreamResponse>): Promise<void> {
+  await events.return?.()
 }
 
 function write (raw: FastifyReply['raw'], chunk: string): boolean {
