@@ -94,3 +94,25 @@ t.test('an id in use by a request in progress is refused for another; free again
   t.equal((await client.request('d', 'GetTask', { id: task.id })).result.status.state, 'TASK_STATE_WORKING', 'the id is free again')
   t.equal((await client.request('c', 'CancelTask', { id: task.id })).result.status.state, 'TASK_STATE_CANCELED')
 })
+
+t.test('an id is free once its cancelStream is answered: a stream right behind the cancel (one TCP write) may take it', async t => {
+  const { socket, response, rest } = await rawUpgrade(server.origin, ['Sec-WebSocket-Protocol: a2a.v1'])
+  t.match(response, /^HTTP\/1\.1 101 /)
+  t.teardown(() => socket.destroy())
+  const reader = frameReader(socket, rest)
+  const read = async () => JSON.parse((await reader.next()).payload.toString())
+  const request = (text: string) => clientFrame(JSON.stringify({ jsonrpc: '2.0', id: 'r', method: 'SendStreamingMessage', params: { message: userMessage(text) }, serviceParams: V1_PARAMS }))
+  socket.write(request('hold'))
+  const held = (await read()).result.task
+  t.equal((await read()).result.statusUpdate.status.state, 'TASK_STATE_WORKING')
+  socket.write(Buffer.concat([clientFrame(JSON.stringify(cancelStream('r'))), request('stream 1')]))
+  t.same(await read(), { jsonrpc: '2.0', id: 'r', streamEnd: true }, 'the held stream ends')
+  const frames = [await read(), await read(), await read(), await read(), await read()]
+  t.same(frames.map(frame => Object.keys(frame.result ?? frame).find(key => key !== 'jsonrpc' && key !== 'id')), ['task', 'statusUpdate', 'artifactUpdate', 'statusUpdate', 'streamEnd'], 'the new stream, whole, under the same id')
+  t.not(frames[0].result.task.id, held.id)
+  t.equal(frames[3].result.statusUpdate.status.state, 'TASK_STATE_COMPLETED')
+  await new Promise(resolve => setTimeout(resolve, 100))
+  t.same(reader.frames, [], 'nothing after it')
+  socket.write(clientFrame(JSON.stringify({ jsonrpc: '2.0', id: 'c', method: 'CancelTask', params: { id: held.id }, serviceParams: V1_PARAMS })))
+  t.equal((await read()).result.status.state, 'TASK_STATE_CANCELED', 'the held task went on until CancelTask')
+})

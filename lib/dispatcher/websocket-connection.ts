@@ -231,7 +231,8 @@ export function makeWebSocketServer (options: WebSocketServerOptions): WebSocket
     } finally {
       connection.inFlight--
       if (stream !== undefined) connection.streams.delete(stream)
-      if (!notification) connection.ids?.delete(id)
+      // A cancelled stream's id was freed by its cancelStream, and may name another request now.
+      if (!notification && stream?.cancelled !== true) connection.ids?.delete(id)
       if (connection.inFlight === 0) armIdle(connection)
     }
   }
@@ -271,6 +272,8 @@ export function makeWebSocketServer (options: WebSocketServerOptions): WebSocket
       if (stream.id !== id || stream.cancelled) continue
       stream.cancelled = true
       send(connection, connection.served.dialect.end(id))
+      // Past its streamEnd the request is no longer in progress: its id is free at once.
+      connection.ids?.delete(id)
       // The task goes on: only this subscription to it ends.
       void stream.events?.return?.()
     }
