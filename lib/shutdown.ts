@@ -59,6 +59,10 @@ export async function shutDown ({ handler, runner, webSockets, server, options, 
   // events, get up to taskGrace to be written.
   const streamsEnded = handler.failStreams(shuttingDown())
   await waitUntil(() => runner.inFlight === 0 && (push?.pending ?? 0) === 0, options.taskGrace)
+  // A call is over before its answer is written (coalesceReplies holds it to the end of the
+  // turn): one turn more, so that the server's close finds those connections idle, not busy
+  // (a connection that goes idle after the close would be held open for its keep-alive time).
+  await new Promise(resolve => setImmediate(resolve))
   // An SSE reader that stopped reading cannot be waited for any longer.
   for (const response of sseResponses(server)) response.destroy()
   const webSocketsClosed = webSockets.connections

@@ -3,7 +3,7 @@
 // (ignored and counted), and invalid events (refused with InvalidAgentResponse, task
 // FAILED). test/executor.test.ts holds the contract cases these build on.
 import t, { type Test } from 'tap'
-import { InvalidOptionError, type AgentExecutor, type ExecutionEvents } from '../lib/index.js'
+import { InvalidOptionError, MemoryTaskStore, type AgentExecutor, type ExecutionEvents, type Scope, type TaskChange } from '../lib/index.js'
 import { call, eventually, result, startServer, stream, userMessage } from './helpers/server.js'
 
 async function serve (t: Test, executor: AgentExecutor, extra = {}) {
@@ -155,4 +155,102 @@ t.test('an invalid direct reply (no task yet): the call fails -32006, no task is
     data: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'INVALID_AGENT_RESPONSE', domain: 'a2a-protocol.org' }]
   })
   t.equal((await result(server.endpoint, 'ListTasks', {})).totalSize, 0)
+})
+
+t.test('executorTimeout before any task: the task is made FAILED, and what the executor emits later is ignored', async t => {
+  let late: ExecutionEvents | undefined
+  let release!: () => void
+  const released = new Promise<void>(resolve => { release = resolve })
+  const server = await serve(t, {
+    async execute (_context, events) {
+      late = events
+      await released
+      await events.working()
+      await events.artifact({ artifactId: 'late', parts: [{ text: 'late work' }] })
+      await events.completed()
+    }
+  }, { executorTimeout: 100 })
+  const { task } = await result(server.endpoint, 'SendMessage', { message: userMessage('x') })
+  t.equal(task.status.state, 'TASK_STATE_FAILED', 'not -32006: the executor did not return')
+  t.same(task.status.message.parts, [{ text: 'the agent did not finish within 100 ms' }])
+  t.ok(late !== undefined)
+  release()
+  await eventually(() => server.fastify.a2a.handler.ignoredEvents === 3)
+  const stored = await result(server.endpoint, 'GetTask', { id: task.id })
+  t.equal(stored.status.state, 'TASK_STATE_FAILED')
+  t.notOk('artifacts' in stored, 'the late artifact was not stored')
+  t.equal((await result(server.endpoint, 'ListTasks', {})).tasks.length, 1, 'no second task')
+})
+
+t.test('events of an execute() that has returned are ignored: a later turn running the task is not ended by them', async t => {
+  const warnings: any[] = []
+  let first: ExecutionEvents | undefined
+  let secondTurn!: () => void
+  const secondRunning = new Promise<void>(resolve => { secondTurn = resolve })
+  let finishSecond!: () => void
+  const secondMayFinish = new Promise<void>(resolve => { finishSecond = resolve })
+  const server = await serve(t, {
+    async execute (context, events) {
+      if (context.task === undefined) {
+        first = events
+        await events.inputRequired('what is your name?')
+        return
+      }
+      await events.working()
+      secondTurn()
+      await secondMayFinish
+      await events.artifact({ artifactId: 'answer', parts: [{ text: 'hello' }] })
+      await events.completed()
+    }
+  })
+  const logger = server.fastify.log
+  const warn = logger.warn.bind(logger)
+  logger.warn = ((object: unknown, message?: string) => { warnings.push({ object, message }); warn(object as object, message as string) }) as typeof logger.warn
+  t.teardown(() => { logger.warn = warn })
+  const { task } = await result(server.endpoint, 'SendMessage', { message: userMessage('x') })
+  t.equal(task.status.state, 'TASK_STATE_INPUT_REQUIRED')
+  const answered = result(server.endpoint, 'SendMessage', { message: userMessage('Ada', { taskId: task.id }) })
+  await secondRunning
+  await first?.completed('from the first turn, too late')
+  await first?.artifact({ artifactId: 'stale', parts: [{ text: 'stale' }] })
+  finishSecond()
+  const done = (await answered).task
+  t.equal(done.status.state, 'TASK_STATE_COMPLETED')
+  t.notOk('message' in done.status, 'the second turn ended the task, not the first one\'s late event')
+  t.same(done.artifacts, [{ artifactId: 'answer', parts: [{ text: 'hello' }] }])
+  t.same(warnings.filter(w => w.message?.startsWith('executor event')).map(w => [w.message, w.object.event, w.object.taskId]), [
+    ['executor event after its execution returned: ignored', 'status', task.id],
+    ['executor event after its execution returned: ignored', 'artifact', task.id]
+  ])
+})
+
+t.test('a later message whose change fails while the task\'s executor returns leaves the task FAILED, not WORKING with no executor', async t => {
+  const store = new (class extends MemoryTaskStore {
+    override async update (id: string, change: TaskChange, scope: Scope) {
+      if (change.kind === 'history' && change.message.parts[0]?.text === 'poison') {
+        await new Promise(resolve => setTimeout(resolve, 100))
+        throw new Error('the store is down')
+      }
+      return await super.update(id, change, scope)
+    }
+  })()
+  let returnFirst!: () => void
+  const firstMayReturn = new Promise<void>(resolve => { returnFirst = resolve })
+  const server = await serve(t, {
+    async execute (_context, events) {
+      await events.working()
+      await firstMayReturn
+    }
+  }, { taskStore: store })
+  const { task } = await result(server.endpoint, 'SendMessage', { message: userMessage('first'), configuration: { returnImmediately: true } })
+  await eventually(async () => (await result(server.endpoint, 'GetTask', { id: task.id })).status.state === 'TASK_STATE_WORKING')
+  const poisoned = call(server.endpoint, 'SendMessage', { message: userMessage('poison', { taskId: task.id }) })
+  await eventually(() => server.fastify.a2a.handler.runningExecutions === 2)
+  returnFirst()
+  t.same((await poisoned).error, { code: -32603, message: 'Internal error' })
+  await eventually(async () => (await result(server.endpoint, 'GetTask', { id: task.id })).status.state !== 'TASK_STATE_WORKING')
+  const ended = await result(server.endpoint, 'GetTask', { id: task.id })
+  t.equal(ended.status.state, 'TASK_STATE_FAILED')
+  t.same(ended.status.message.parts, [{ text: 'the agent stopped without a final state' }])
+  t.equal(server.fastify.a2a.handler.runningExecutions, 0)
 })

@@ -9,6 +9,7 @@ import { startAgentProcess } from './helpers/agent-process.js'
 import { eventually, openSse, post, result, startServer, userMessage } from './helpers/server.js'
 import { connect, refusedUpgrade, wsUrl } from './helpers/ws.js'
 import { liveTimeouts } from './helpers/timers.js'
+import { restStream } from './helpers/rest.js'
 
 /** The conformance agent, plus `stubborn`: working, then it never ends and ignores its signal. */
 const agent: AgentExecutor = {
@@ -163,4 +164,39 @@ t.test('the conformance agent drains on SIGTERM and exits 0, reporting on stderr
   t.equal((await ws.closed).code, 1001)
   t.same(wsFrames.map(f => f.result.statusUpdate?.status.state ?? f.result.status ?? 'task'), ['task', 'TASK_STATE_WORKING', 'TASK_STATE_CANCELED', 'stream_complete'])
   t.match(stderr, /^shutdown \{"drained":0,"cancelled":2,"abandoned":0,"streamsEnded":0,"webSocketsClosed":1\}$/m)
+})
+
+t.test('an execution stopped by shutdown before it made a task: its call is answered Unavailable, whether it returns, throws or ignores its signal; no task is made', async t => {
+  let emitLate!: () => void
+  const late = new Promise<void>(resolve => { emitLate = resolve })
+  const executor: AgentExecutor = {
+    async execute (context, events) {
+      const text = context.message.parts[0]?.text
+      if (text === 'deaf') {
+        // Ignores its signal, and emits only once the server has long given up on it.
+        await late
+        await events.working()
+        await events.completed()
+        return
+      }
+      await new Promise(resolve => context.signal.addEventListener('abort', resolve, { once: true }))
+      if (text === 'throws') throw new Error('aborted')
+    }
+  }
+  const server = await startServer({ executor, shutdown: { completionGrace: 0, taskGrace: 200 } })
+  const { handler, taskStore } = server.fastify.a2a
+  const answers = ['returns', 'throws', 'deaf'].map(text => post(server.endpoint, { jsonrpc: '2.0', id: text, method: 'SendMessage', params: { message: userMessage(text) } }))
+  const streamed = restStream(server.origin, 'POST', '/message:stream', { body: { message: userMessage('returns') } })
+  await eventually(() => handler.runningExecutions === 4)
+  await server.close()
+  t.same(server.fastify.a2a.lastShutdownReport, { drained: 0, cancelled: 3, abandoned: 1, streamsEnded: 0, webSocketsClosed: 0 })
+  for (const [index, id] of ['returns', 'throws', 'deaf'].entries()) {
+    t.same((await answers[index])?.body, { jsonrpc: '2.0', id, error: unavailable }, id)
+  }
+  const refused = await streamed
+  t.equal(refused.status, 503, 'the stream that had no first event is refused')
+  t.same(refused.body.error.status, 'UNAVAILABLE')
+  emitLate()
+  await eventually(() => handler.ignoredEvents === 2)
+  t.equal((await taskStore.list({ pageSize: 100 }, { tenant: '' })).tasks.length, 0, 'no task was made, not even by the abandoned executor afterwards')
 })

@@ -67,7 +67,8 @@ for (const binding of ['JSON-RPC', 'HTTP+JSON'] as const) {
     const server = await startServer({ executor })
     t.teardown(() => server.close())
     const { bus, handler } = server.fastify.a2a
-    const client = await rawRequest(server, ...sendStreaming('work'))
+    const [method, path, body] = sendStreaming('work')
+    const client = await rawRequest(server, method, path, body)
     await started.opened
     t.equal(bus.listenerCount(), 1, 'the stream is subscribed, waiting for its first event')
     client.socket.resetAndDestroy()
@@ -108,7 +109,8 @@ for (const binding of ['JSON-RPC', 'HTTP+JSON'] as const) {
       body: JSON.stringify(rpc('SendMessage', { message: userMessage('hold'), configuration: { returnImmediately: true } }))
     })).json().then(body => body.result)
     await eventually(async () => handler.runningExecutions === 1)
-    const client = await rawRequest(server, ...subscribe(task.id), { authorization: 'Bearer good' })
+    const [method, path, body] = subscribe(task.id)
+    const client = await rawRequest(server, method, path, body, { authorization: 'Bearer good' })
     await verifying.opened
     client.socket.resetAndDestroy()
     await client.leftServer

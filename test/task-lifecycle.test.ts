@@ -320,3 +320,19 @@ t.test('GetTask with historyLength on a SQL store: the latest messages, read alo
   t.same(none.artifacts, whole.artifacts, 'the artifacts whatever historyLength says')
   t.equal((await call(sqlite.endpoint, 'GetTask', { id: 'missing', historyLength: 1 })).error.code, -32001)
 })
+
+t.test('the task\'s SUBMITTED timestamp is no later than the status event that created it, even when the clock ticks between them', async t => {
+  // A clock that moves on at every reading: the order of the readings is the order of the times.
+  const realNow = Date.now
+  let tick = realNow()
+  Date.now = () => ++tick
+  t.teardown(() => { Date.now = realNow })
+  const context = { binding: 'test', method: 'SendStreamingMessage', serviceParams: {}, tenant: '', extensions: [] }
+  const events = []
+  for await (const event of await server.fastify.a2a.handler.sendStreamingMessage({ message: userMessage('stream 1') }, context)) events.push(event)
+  Date.now = realNow
+  const submitted = events[0]?.task?.status.timestamp as string
+  const working = events[1]?.statusUpdate?.status
+  t.equal(working?.state, 'TASK_STATE_WORKING')
+  t.ok(submitted <= (working?.timestamp as string), `SUBMITTED ${submitted}, then WORKING ${working?.timestamp}`)
+})

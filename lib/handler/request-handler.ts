@@ -4,7 +4,7 @@ import { newId } from '../ids.js'
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import {
   type A2AError, ContentTypeNotSupportedError, ExtendedAgentCardNotConfiguredError, InvalidAgentResponseError, isA2AError, PushNotificationNotSupportedError,
-  TaskNotCancelableError, TaskNotFoundError, TaskTerminalError, UnavailableError, UnsupportedOperationError, invalidParams
+  TaskNotCancelableError, TaskNotFoundError, TaskTerminalError, UnavailableError, UnsupportedOperationError, invalidParams, shuttingDown
 } from '../errors/index.js'
 import type { BusListener, EventBus } from '../bus/types.js'
 import { ORPHAN_MESSAGE, type OrphanPolicy, type TaskKey } from '../cluster/types.js'
@@ -101,6 +101,7 @@ const DEFAULT_SCOPE: Scope = Object.freeze({ tenant: '' })
 /** What a change that ended at once with nothing resolves with: one promise for all. */
 const RESOLVED: Promise<undefined> = Promise.resolve(undefined)
 const MAX_PUSH_PAGE_SIZE = 100
+const STOPPED_WITHOUT_FINAL_STATE = 'the agent stopped without a final state'
 const validateAgentMessage = compile(MessageSchema, 'message')
 const validateArtifact = compile(ArtifactSchema, 'artifact')
 const validateState = compile(TaskStateSchema, 'state')
@@ -151,8 +152,12 @@ interface Execution {
   timedOut: boolean
   /** What the executor was called with; shutdown hands it to the `cancel` hook. */
   context?: TurnContext
-  /** Cluster: this instance was taken for dead and another ends the task; nothing more is written. */
-  lost: boolean
+  /**
+   * Why nothing more it emits is written, once the handler stopped waiting for it: `lost`, this
+   * instance was taken for dead (cluster) and another ends the task; `abandoned`, shutdown gave
+   * up on it (#abandonExecutions).
+   */
+  fenced: 'lost' | 'abandoned' | undefined
   /** Called once it is over and its task is left terminal or interrupted; with the error that fails the turn, if any. */
   ended: TurnEnded
 }
@@ -270,13 +275,13 @@ function withTask (message: Message, taskId: string, contextId: string): Message
   return over({ messageId: message.messageId, role: message.role, parts: message.parts, taskId, contextId }, message)
 }
 
-/** The task an execution's first task event creates. */
-function newTask (execution: Execution): Task {
+/** The task an execution's first task event creates; `timestamp`, that event's when it is a status (no later than it). */
+function newTask (execution: Execution, timestamp = now()): Task {
   const { run } = execution
   return {
     id: run.taskId,
     contextId: run.contextId,
-    status: { state: 'TASK_STATE_SUBMITTED', timestamp: now() },
+    status: { state: 'TASK_STATE_SUBMITTED', timestamp },
     history: [execution.userMessage],
     // A slot for the artifacts a store adds: a key added later would need a second array.
     artifacts: undefined
@@ -384,6 +389,8 @@ interface EventSink {
   status (execution: Execution, state: TaskState, message?: AgentMessageInput): Promise<void>
   artifact (execution: Execution, artifact: ArtifactInput, options?: ArtifactOptions): Promise<void>
   message (execution: Execution, input: AgentMessageInput): Promise<void>
+  /** An event of an execution that is over: ignored. */
+  late (execution: Execution, kind: string): Promise<void>
 }
 
 /**
@@ -394,13 +401,24 @@ interface EventSink {
 class TurnEvents implements ExecutionEvents {
   readonly #sink: EventSink
   readonly #execution: Execution
+  /**
+   * Set once the executor's call returned or threw: what it emits after is not this turn's to
+   * write (a later turn may run the task by then). What it emitted before, awaited or not, was
+   * handed on when emitted.
+   */
+  #over = false
 
   constructor (sink: EventSink, execution: Execution) {
     this.#sink = sink
     this.#execution = execution
   }
 
-  get status () { return (state: TaskState, message?: AgentMessageInput) => this.#sink.status(this.#execution, state, message) }
+  /** The executor's call is over (not a method of the object the executor holds). */
+  static close (events: TurnEvents): void {
+    events.#over = true
+  }
+
+  get status () { return (state: TaskState, message?: AgentMessageInput) => this.#over ? this.#sink.late(this.#execution, 'status') : this.#sink.status(this.#execution, state, message) }
   get working () { return this.#to('TASK_STATE_WORKING') }
   get inputRequired () { return this.#to('TASK_STATE_INPUT_REQUIRED') }
   get authRequired () { return this.#to('TASK_STATE_AUTH_REQUIRED') }
@@ -408,11 +426,11 @@ class TurnEvents implements ExecutionEvents {
   get failed () { return this.#to('TASK_STATE_FAILED') }
   get canceled () { return this.#to('TASK_STATE_CANCELED') }
   get rejected () { return this.#to('TASK_STATE_REJECTED') }
-  get artifact () { return (artifact: ArtifactInput, options?: ArtifactOptions) => this.#sink.artifact(this.#execution, artifact, options) }
-  get message () { return (input: AgentMessageInput) => this.#sink.message(this.#execution, input) }
+  get artifact () { return (artifact: ArtifactInput, options?: ArtifactOptions) => this.#over ? this.#sink.late(this.#execution, 'artifact') : this.#sink.artifact(this.#execution, artifact, options) }
+  get message () { return (input: AgentMessageInput) => this.#over ? this.#sink.late(this.#execution, 'message') : this.#sink.message(this.#execution, input) }
 
   #to (state: TaskState): (message?: AgentMessageInput) => Promise<void> {
-    return (message) => this.#sink.status(this.#execution, state, message)
+    return (message) => this.#over ? this.#sink.late(this.#execution, 'status') : this.#sink.status(this.#execution, state, message)
   }
 }
 
@@ -437,7 +455,8 @@ export class RequestHandler {
   readonly #sink: EventSink = {
     status: (execution, state, message) => this.#statusNow(execution, state, message) ?? this.#enqueue(execution.run, this.#statusEvent(execution, state, message)),
     artifact: (execution, artifact, options) => this.#artifactNow(execution, artifact, options) ?? this.#enqueue(execution.run, this.#artifactEvent(execution, artifact, options)),
-    message: (execution, input) => this.#enqueue(execution.run, this.#messageEvent(execution, input))
+    message: (execution, input) => this.#enqueue(execution.run, this.#messageEvent(execution, input)),
+    late: (execution, kind) => this.#lateEvent(execution, kind)
   }
 
   constructor (options: RequestHandlerOptions) {
@@ -508,7 +527,8 @@ export class RequestHandler {
 
   /**
    * Shutdown: stops waiting for executions that ignored their aborted signal. Each task is
-   * marked CANCELED now; whatever its executor emits later is ignored. Returns how many.
+   * marked CANCELED now; whatever its executor emits later is ignored. An execution that made
+   * no task yet has its call answered Unavailable (shutting down). Returns how many.
    */
   async abandonExecutions (): Promise<number> {
     const abandoned: Promise<void>[] = []
@@ -516,6 +536,10 @@ export class RequestHandler {
     for (const run of this.#runs.values()) {
       if (run.executions.length === 0) continue
       count += run.executions.length
+      for (const execution of run.executions) {
+        execution.fenced = 'abandoned'
+        if (run.state === undefined) this.#ended(execution, shuttingDown())
+      }
       run.executions.length = 0
       abandoned.push(this.#enqueue(run, this.#endTask(run, 'TASK_STATE_CANCELED', 'the server shut down before the agent finished')).catch((error: unknown) => this.#options.logger.error({ err: error, taskId: run.taskId }, 'could not cancel an abandoned task')))
     }
@@ -576,7 +600,7 @@ export class RequestHandler {
     let count = 0
     for (const run of this.#runs.values()) {
       for (const execution of run.executions) {
-        execution.lost = true
+        execution.fenced = 'lost'
         execution.controller.abort()
         count++
       }
@@ -894,6 +918,7 @@ export class RequestHandler {
       }))
     } catch (error) {
       this.#dropExecution(run, execution)
+      this.#leftWithoutExecution(run)
       throw error
     }
     return this.#launch(execution, taskAtStart, context, params, unsubscribe)
@@ -929,7 +954,7 @@ export class RequestHandler {
   }
 
   #newExecution (run: TaskRun, userMessage: Message, ended: TurnEnded = noop): Execution {
-    return { run, controller: new LazyAbortController(), userMessage, replied: false, timedOut: false, lost: false, ended }
+    return { run, controller: new LazyAbortController(), userMessage, replied: false, timedOut: false, fenced: undefined, ended }
   }
 
   #openStream (): EventQueue<StreamResponse> {
@@ -944,10 +969,10 @@ export class RequestHandler {
   }
 
   /** The executor's `work`, a synchronous throw turned into a rejection like any other (without an async wrapper's promises). */
-  #callExecutor (work: ExecutorCall, context: ExecutionContext, execution: Execution): Promise<void> {
+  #callExecutor (work: ExecutorCall, context: ExecutionContext, events: TurnEvents): Promise<void> {
     const { executor } = this.#options
     try {
-      return Promise.resolve((executor[work] as AgentExecutor['execute']).call(executor, context, this.#eventsFor(execution)))
+      return Promise.resolve((executor[work] as AgentExecutor['execute']).call(executor, context, events))
     } catch (error) {
       return Promise.reject(error)
     }
@@ -959,9 +984,12 @@ export class RequestHandler {
    */
   #execute (execution: Execution, context: ExecutionContext, work: ExecutorCall = 'execute'): void {
     const deadline = this.#deadlines.add(execution)
-    this.#callExecutor(work, context, execution).then(() => {
+    const events = new TurnEvents(this.#sink, execution)
+    this.#callExecutor(work, context, events).then(() => {
+      TurnEvents.close(events)
       if (this.#deadlines.delete(deadline)) this.#executed(execution, undefined)
     }, (error: unknown) => {
+      TurnEvents.close(events)
       const inTime = this.#deadlines.delete(deadline)
       this.#options.logger.error({ err: error, taskId: execution.run.taskId }, inTime ? 'executor failed' : 'executor failed after its timeout')
       if (inTime) this.#executed(execution, error)
@@ -977,6 +1005,8 @@ export class RequestHandler {
 
   /** The executor is over, with what it threw (undefined when it returned or timed out): the turn ends once its task does. */
   #executed (execution: Execution, failure: unknown): void {
+    // Shutdown gave up on it and ended its turn (abandonExecutions): nothing is left to do.
+    if (execution.fenced === 'abandoned') return
     const { run } = execution
     dropExecution(run, execution)
     if (!run.busy && this.#settled(execution)) {
@@ -1007,7 +1037,7 @@ export class RequestHandler {
    */
   #settled (execution: Execution): boolean {
     const { state, executions } = execution.run
-    return execution.replied || execution.lost || executions.length > 0 || (state !== undefined && (isTerminal(state) || isInterrupted(state)))
+    return execution.replied || execution.fenced !== undefined || executions.length > 0 || (state !== undefined && (isTerminal(state) || isInterrupted(state)))
   }
 
   /** After the executor returned: the task is left terminal or interrupted, never running without an executor. */
@@ -1019,7 +1049,10 @@ export class RequestHandler {
     if (run.state === undefined) {
       // Before any task exists, an A2A error the executor throws is the call's answer.
       if (isA2AError(failure)) throw failure
-      if (failure === undefined) throw new InvalidAgentResponseError('the executor returned without a task or a message')
+      // Stopped by shutdown before it made a task: the call is refused as new ones are, and no task is made.
+      if (execution.controller.aborted && !execution.timedOut) throw shuttingDown()
+      // Past executorTimeout the task is made FAILED, as it would be had the executor made one.
+      if (failure === undefined && !execution.timedOut) throw new InvalidAgentResponseError('the executor returned without a task or a message')
       yield * this.#ensureTask(execution)
     }
     if (execution.timedOut) {
@@ -1027,7 +1060,7 @@ export class RequestHandler {
     } else if (execution.controller.aborted) {
       yield * this.#applyStatus(run, 'TASK_STATE_CANCELED')
     } else {
-      const reason = failure === undefined ? 'the agent stopped without a final state' : 'the agent failed'
+      const reason = failure === undefined ? STOPPED_WITHOUT_FINAL_STATE : 'the agent failed'
       yield * this.#applyStatus(run, 'TASK_STATE_FAILED', this.#agentMessage(run, reason))
     }
   }
@@ -1038,6 +1071,21 @@ export class RequestHandler {
     if (cluster === undefined) return false
     const owners: string[] = yield cluster.owners(keyOf(run))
     return owners.some(owner => owner !== cluster.instanceId)
+  }
+
+  /**
+   * A later message's execution failed to start (its change was refused), and no execution of
+   * the task is left: the earlier one returned meanwhile leaving the task to it (#settled). The
+   * task ends FAILED, as that one's end would have left it, unless it is over or runs elsewhere.
+   */
+  #leftWithoutExecution (run: TaskRun): void {
+    if (run.executions.length > 0 || run.state === undefined || isTerminal(run.state) || isInterrupted(run.state)) return
+    this.#enqueue(run, this.#endLeftTask(run)).catch((error: unknown) => this.#options.logger.error({ err: error, taskId: run.taskId }, 'could not end a task left without an execution'))
+  }
+
+  * #endLeftTask (run: TaskRun): Steps<void> {
+    if (run.executions.length > 0 || (yield * this.#runsElsewhere(run))) return
+    yield * this.#endTask(run, 'TASK_STATE_FAILED', STOPPED_WITHOUT_FINAL_STATE, true)
   }
 
   /** Ends the task in `state` (with `reason` as its status message), unless it is over: terminal, or interrupted when `unlessInterrupted`. */
@@ -1142,12 +1190,20 @@ export class RequestHandler {
     return false
   }
 
-  /** Cluster: was the execution lost to another instance? Then its event is ignored, counted and logged. */
+  /** Was the execution lost to another instance, or abandoned at shutdown? Then its event is ignored, counted and logged. */
   #lostEvent (execution: Execution, kind: string): boolean {
-    if (!execution.lost) return false
+    if (execution.fenced === undefined) return false
     this.#ignoredEvents++
-    this.#options.logger.warn({ taskId: execution.run.taskId, event: kind, ignoredEvents: this.#ignoredEvents }, 'executor event after this instance lost the task: ignored')
+    this.#options.logger.warn({ taskId: execution.run.taskId, event: kind, ignoredEvents: this.#ignoredEvents },
+      execution.fenced === 'lost' ? 'executor event after this instance lost the task: ignored' : 'executor event after shutdown abandoned the execution: ignored')
     return true
+  }
+
+  /** An event of an `execute()` that has returned (or thrown): the execution is over, so the event is ignored, counted and logged. */
+  #lateEvent (execution: Execution, kind: string): Promise<void> {
+    this.#ignoredEvents++
+    this.#options.logger.warn({ taskId: execution.run.taskId, event: kind, ignoredEvents: this.#ignoredEvents }, 'executor event after its execution returned: ignored')
+    return RESOLVED
   }
 
   /** Is the task over? Then the executor's event is ignored, counted and logged. */
@@ -1264,7 +1320,7 @@ export class RequestHandler {
     const { run } = execution
     run.busy = true
     try {
-      if (run.state === undefined) this.#createNow(store, execution)
+      if (run.state === undefined) this.#createNow(store, execution, change.kind === 'status' ? change.status.timestamp : undefined)
       const version = store.updateNow(run.taskId, change, run.scope)
       if (change.kind === 'status') this.#statusApplied(run, change.status, version, execution)
       else this.#artifactApplied(run, change.artifact, options, version)
@@ -1281,14 +1337,14 @@ export class RequestHandler {
   /** The store's immediate operations, if `execution`'s event may be applied at once; its task, if any, is not over. */
   #immediateFor (execution: Execution): ImmediateTaskStore | undefined {
     const { run } = execution
-    if (run.busy || execution.lost || execution.replied) return undefined
+    if (run.busy || execution.fenced !== undefined || execution.replied) return undefined
     if (run.state === undefined ? execution.pushConfig !== undefined : isTerminal(run.state)) return undefined
     return this.#immediate
   }
 
-  #createNow (store: ImmediateTaskStore, execution: Execution): void {
+  #createNow (store: ImmediateTaskStore, execution: Execution, timestamp: string | undefined): void {
     const { run } = execution
-    const task = newTask(execution)
+    const task = newTask(execution, timestamp)
     this.#taskCreated(run, task, store.createNow(task, run.scope))
   }
 
