@@ -150,6 +150,12 @@ export interface A2APluginOptions {
   coalesceReplies?: boolean
   /** Events a stream buffers for a slow reader before it ends with STREAM_LAGGED. Default 1024. */
   maxQueuedEvents?: number
+  /**
+   * An SSE stream with nothing to send for this many ms gets a comment line (`: keep-alive`):
+   * proxies that cut idle responses keep it, and a client that vanished is found by the write
+   * failing. 0 sends none. Default 15,000.
+   */
+  sseKeepAlive?: number
   /** Arrays and objects nested in a request (any binding), checked before it is parsed; deeper is -32600 / HTTP 400. Default 64. */
   maxJsonDepth?: number
   /** An execution still running after this many ms is aborted and its task FAILED. Default 3,600,000 (1 hour). */
@@ -214,6 +220,7 @@ export interface NormalizedOptions {
   allowMissingVersion: boolean
   coalesceReplies: boolean
   maxQueuedEvents: number
+  sseKeepAlive: number
   maxJsonDepth: number
   executorTimeout: number
   shutdown: NormalizedShutdownOptions
@@ -632,6 +639,7 @@ export function normalizeOptions (options: A2APluginOptions): NormalizedOptions 
     allowMissingVersion: options.allowMissingVersion ?? false,
     coalesceReplies: flag('coalesceReplies', options.coalesceReplies, true),
     maxQueuedEvents: integer('maxQueuedEvents', options.maxQueuedEvents, 1024),
+    sseKeepAlive: timerMs('sseKeepAlive', options.sseKeepAlive, 15_000, 0),
     maxJsonDepth: jsonDepth(options.maxJsonDepth),
     executorTimeout: timerMs('executorTimeout', options.executorTimeout, DEFAULT_EXECUTOR_TIMEOUT, 1),
     shutdown: shutdownOptions(group('shutdown', options.shutdown), options.websocket?.closeGrace),

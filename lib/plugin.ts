@@ -235,7 +235,7 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
     if (cors !== undefined) await a2a.register(fastifyCors, corsDefaults(cors, options.auth?.apiKey !== undefined && options.auth.apiKey.in !== 'query' ? options.auth.apiKey.name : undefined))
     // In a context of its own, so that the dispatchers' hooks stay off it.
     if (cardBesideA2ARoutes) await a2a.register(async (cardContext) => cardContext.register(cardRoute, cardRouteOptions))
-    const http = { runner, bodyLimit: options.bodyLimit, maxJsonDepth: options.maxJsonDepth, coalesceReplies: options.coalesceReplies }
+    const http = { runner, bodyLimit: options.bodyLimit, maxJsonDepth: options.maxJsonDepth, coalesceReplies: options.coalesceReplies, sseKeepAlive: options.sseKeepAlive }
     await a2a.register(jsonRpcDispatcher, http)
     await a2a.register(restDispatcher, http)
     // @fastify/websocket in a context of its own: its hooks (onRequest, onResponse) and the

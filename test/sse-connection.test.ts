@@ -164,3 +164,27 @@ for (const [binding, path, body] of [
     t.match(events.join('\r\n\r\n'), /TASK_STATE_COMPLETED/, 'the stream was whole before the close')
   })
 }
+
+t.test('sseKeepAlive: a silent stream gets `: keep-alive` comment lines, which SSE readers skip; 0 sends none; the option is checked', async t => {
+  for (const [keepAlive, expected] of [[50, true], [0, false]] as const) {
+    const server = await startServer({ sseKeepAlive: keepAlive })
+    t.teardown(() => server.close())
+    const taskId = await heldTask(server)
+    const client = await rawRequest(server, 'GET', `/tasks/${taskId}:subscribe`)
+    await eventually(() => client.received().includes('data: '))
+    if (expected) {
+      await eventually(() => client.received().split(': keep-alive\n\n').length > 2)
+      const body = client.received().split('\r\n\r\n').slice(1).join('\r\n\r\n')
+      // Chunked: drop the chunk-size lines to read the event stream itself.
+      const stream = body.split('\r\n').filter((_, index) => index % 2 === 1).join('')
+      t.match(stream, /^data: \{"task":.*\}\n\n(: keep-alive\n\n)+$/, 'the snapshot, then comments only')
+    } else {
+      // Three of the other server's intervals: a comment would have come by now.
+      await new Promise(resolve => setTimeout(resolve, 150))
+      t.notMatch(client.received(), /\n: keep-alive\n/, 'sseKeepAlive: 0 sends none')
+    }
+    client.socket.destroy()
+    t.equal((await result(server.endpoint, 'CancelTask', { id: taskId })).status.state, 'TASK_STATE_CANCELED')
+  }
+  await t.rejects(startServer({ sseKeepAlive: -1 }), { code: 'A2A_ERR_INVALID_OPTION', message: 'Invalid option sseKeepAlive: must be an integer >= 0' })
+})

@@ -157,6 +157,8 @@ export interface HttpDispatcherOptions {
   maxJsonDepth: number
   /** Write the answers of one turn of the event loop together (coalesce.ts). */
   coalesceReplies: boolean
+  /** ms of silence after which an SSE stream gets a `: keep-alive` comment; 0, never (sse.ts). */
+  sseKeepAlive: number
 }
 
 export interface CallRunnerOptions {

@@ -64,7 +64,7 @@ export async function jsonRpcDispatcher (fastify: FastifyInstance, options: Http
         return
       }
       // Errors before the first event are plain JSON-RPC responses (sendSse reads it first).
-      await sendSse(reply, result.events, {
+      await sendSse(reply, result.events, options.sseKeepAlive, {
         event: (event) => successOf(replyId, method.serialize(event)),
         error: (error) => JSON.stringify(failureObject(replyId, error))
       }, (error) => logInternal(request, error))

@@ -148,7 +148,7 @@ export async function restDispatcher (fastify: FastifyInstance, options: HttpDis
       return
     }
     // Errors before the first event are plain error responses (sendSse reads it first).
-    await sendSse(reply, result.events, {
+    await sendSse(reply, result.events, options.sseKeepAlive, {
       event: (event) => spec.serialize(event),
       error: (error) => JSON.stringify(toRestError(error))
     }, (error) => logInternal(request, error))

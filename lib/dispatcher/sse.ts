@@ -31,6 +31,7 @@ export function sseResponses (server: object): Set<ServerResponse> {
 export async function sendSse (
   reply: FastifyReply,
   events: AsyncIterableIterator<StreamResponse>,
+  keepAlive: number,
   render: SseRender,
   onError: (error: A2AError) => void
 ): Promise<void> {
@@ -48,13 +49,17 @@ export async function sendSse (
   }
   if (first === undefined || closed(raw)) return await release(events)
   if (first.done === true) throw new InvalidAgentResponseError('the stream ended before its first event')
-  await writeSse(reply, first.value, events, render, onError)
+  await writeSse(reply, first.value, events, keepAlive, render, onError)
 }
+
+/** What an SSE client reads past: a comment line (WHATWG HTML, server-sent events). */
+const KEEP_ALIVE = ': keep-alive\n\n'
 
 async function writeSse (
   reply: FastifyReply,
   first: StreamResponse,
   events: AsyncIterableIterator<StreamResponse>,
+  keepAlive: number,
   render: SseRender,
   onError: (error: A2AError) => void
 ): Promise<void> {
@@ -77,9 +82,18 @@ async function writeSse (
   raw.on('close', leave)
   const open = sseResponses(reply.server.server)
   open.add(raw)
+  // Set by every event written; a tick of the timer that finds it clear writes the comment.
+  let wrote = true
+  const timer = keepAlive === 0
+    ? undefined
+    : setInterval(() => {
+      if (!wrote && raw.writableLength === 0) write(raw, KEEP_ALIVE)
+      wrote = false
+    }, keepAlive).unref()
   try {
     if (!write(raw, `data: ${render.event(first)}\n\n`)) await drained(raw)
     for (let next = await events.next(); next.done !== true && !gone; next = await events.next()) {
+      wrote = true
       if (!write(raw, `data: ${render.event(next.value)}\n\n`)) await drained(raw)
     }
   } catch (thrown) {
@@ -87,6 +101,7 @@ async function writeSse (
     onError(error)
     if (!gone) raw.write(`event: error\ndata: ${render.error(error)}\n\n`)
   } finally {
+    clearInterval(timer)
     raw.off('close', leave)
     open.delete(raw)
     await release(events)
