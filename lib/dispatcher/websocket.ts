@@ -103,7 +103,15 @@ function adapt (socket: WebSocket): WebSocketLike {
     close: (code, reason) => socket.close(code, reason),
     ping: () => socket.ping(),
     cork: () => tcp.cork(),
-    uncork: () => tcp.uncork()
+    uncork: () => tcp.uncork(),
+    pauseReading: (resumed) => {
+      socket.pause()
+      // A ping's write completes after those of every frame queued before it.
+      socket.ping(undefined, undefined, () => {
+        socket.resume()
+        resumed()
+      })
+    }
   }
 }
 
