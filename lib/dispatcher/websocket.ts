@@ -31,6 +31,8 @@ export interface WebSocketDispatcherOptions {
   allowedOrigins?: readonly string[]
   /** Refuse an upgrade that has no Origin. */
   requireOrigin: boolean
+  /** The largest message either dialect takes: `ws` refuses a larger one as its frame header arrives. */
+  maxMessageSize: number
   /** WebSocket connections held at once; undefined = no cap. */
   maxConnections?: number
   allowMissingVersion: boolean
@@ -90,6 +92,19 @@ interface Handshake {
   info: ConnectionInfo
   /** An upgrade injected by `fastify.injectWS` has no TCP connection to wait for: its slots are released when its WebSocket closes. */
   releaseOnClose?: () => void
+}
+
+/**
+ * Lowers the largest message `ws` receives on this connection to `limit`: past it `ws` closes
+ * with 1009 as the frame header arrives, before receiving the message. Its server's
+ * `maxPayload` is one for every route, and on a server the application registered it is the
+ * application's (100 MiB by default, and its own routes may need it): the connection's own
+ * limit, its receiver's, is lowered instead. Set before the connection reads its first frame.
+ */
+function limitMessageSize (socket: WebSocket, limit: number): void {
+  const receiver = (socket as unknown as { _receiver?: { _maxPayload: number } })._receiver
+  // 0 is no limit.
+  if (receiver !== undefined && (receiver._maxPayload === 0 || receiver._maxPayload > limit)) receiver._maxPayload = limit
 }
 
 function adapt (socket: WebSocket): WebSocketLike {
@@ -208,6 +223,7 @@ export async function webSocketDispatcher (fastify: FastifyInstance, options: We
   fastify.get('/', { websocket: true, onRequest: checkUpgrade }, (socket: WebSocket, request: FastifyRequest) => {
     const { info, releaseOnClose } = handshakes.get(request.raw) as Handshake
     if (releaseOnClose !== undefined) socket.once('close', releaseOnClose)
+    limitMessageSize(socket, options.maxMessageSize)
     const connection = options.server.opened(adapt(socket), info)
     // Listeners are attached at once so no frame that arrives with the upgrade is lost.
     socket.on('message', (data, isBinary) => connection.message(data as Buffer, isBinary))
