@@ -197,6 +197,8 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
   }
 
   const ws = options.websocket
+  /** The largest message of either dialect, which `ws` checks before receiving it. */
+  const maxMessageSize = Math.max(ws.maxMessageSize, ws.a2aV1?.maxMessageSize ?? 0)
   const wsServer = makeWebSocketServer({
     runner,
     maxInFlight: ws.maxInFlight,
@@ -245,7 +247,7 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
       if (ownWebSocketPlugin) {
         await wsContext.register(fastifyWebsocket, {
           // The subprotocol is selected by webSocketDispatcher, on this server or the user's.
-          options: { maxPayload: Math.max(ws.maxMessageSize, ws.a2aV1?.maxMessageSize ?? 0) },
+          options: { maxPayload: maxMessageSize },
           preClose: async () => {
             await shutdown()
             wsContext.websocketServer.close()
@@ -261,6 +263,7 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
       }
       await wsContext.register(webSocketDispatcher, {
         server: wsServer,
+        maxMessageSize,
         allowedOrigins: ws.allowedOrigins,
         requireOrigin: ws.requireOrigin,
         maxConnections: ws.maxConnections,

@@ -7,7 +7,7 @@ import { WEBSOCKET_BINDING_URI, a2aWebSocket } from '../lib/index.js'
 import { conformanceAgent, conformanceCard } from '../examples/agent.js'
 import { normalizeOptions } from '../lib/options.js'
 import { startServer, userMessage } from './helpers/server.js'
-import { clientOf, connect, rawUpgrade, refusedUpgrade, wsUrl } from './helpers/ws.js'
+import { clientOf, connect, frameReader, rawUpgrade, refusedUpgrade, wsUrl } from './helpers/ws.js'
 import { connectV1, v1Url } from './helpers/ws-a2a-v1.js'
 
 /**
@@ -256,13 +256,13 @@ t.test('@fastify/websocket registered by the user before the plugin serves the W
 
 /**
  * An instance with @fastify/websocket registered by the user (with `wsOptions`), the plugin
- * at /agent, and a WebSocket route of the user's at /other.
+ * at /agent, and a WebSocket route of the user's at /other, which answers each message with its length.
  */
 async function userWebSocketPlugin (t: Test, wsOptions: fastifyWebsocket.WebsocketPluginOptions['options'] = {}): Promise<string> {
   const fastify = Fastify()
   await fastify.register(fastifyWebsocket, { options: wsOptions, preClose: (done) => done() })
   await fastify.register(a2aWebSocket, { executor: conformanceAgent, card: conformanceCard, prefix: '/agent' })
-  fastify.get('/other', { websocket: true }, (socket) => socket.close())
+  fastify.get('/other', { websocket: true }, (socket) => { socket.on('message', (data: Buffer) => socket.send(String(data.length))) })
   await fastify.listen({ host: '127.0.0.1', port: 0 })
   t.teardown(() => fastify.close())
   return `http://127.0.0.1:${(fastify.server.address() as { port: number }).port}`
@@ -293,6 +293,27 @@ t.test('@fastify/websocket registered by the user with a handleProtocols: it ans
   t.equal(await selected(origin, '/other', 'a2a.v1, chat'), 'chat')
   t.equal(await selected(origin, '/agent', 'chat'), undefined, 'the plugin\'s route: seed 000')
   t.equal(await selected(origin, '/agent', 'chat, a2a.v1'), 'a2a.v1')
+})
+
+t.test('@fastify/websocket registered by the user: a message over the plugin\'s limit is refused as its header arrives; the user\'s routes keep theirs', async t => {
+  // The user's server keeps ws's default maxPayload, 100 MiB.
+  const origin = await userWebSocketPlugin(t)
+  const { socket, response, rest } = await rawUpgrade(origin, ['A2A-Version: 1.0'], '/agent')
+  t.teardown(() => socket.destroy())
+  t.match(response, /^HTTP\/1\.1 101 /)
+  const reader = frameReader(socket, rest)
+  // The header of a masked 64 MiB text frame (a zero mask), then its first KiB; the rest never comes.
+  const header = Buffer.alloc(14)
+  header[0] = 0x81
+  header[1] = 0x80 | 127
+  header.writeBigUInt64BE(BigInt(64 * 1024 * 1024), 2)
+  socket.write(Buffer.concat([header, Buffer.alloc(1024, 'x')]))
+  const close = await reader.next()
+  t.same([close.opcode, close.payload.readUInt16BE(0), close.payload.length], [0x8, 1009, 2], 'closed with 1009 before the message is received')
+  const other = await connect(wsUrl(origin, '/other'))
+  other.send('x'.repeat(5 * 1024 * 1024))
+  t.equal(await other.next(), 5 * 1024 * 1024, 'the user\'s route still takes a message past the plugin\'s 4 MiB')
+  other.close()
 })
 
 t.test('fastify.injectWS holds a connection slot until its WebSocket closes', async t => {

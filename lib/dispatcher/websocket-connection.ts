@@ -31,6 +31,11 @@ export interface WebSocketLike {
   /** Hold what `send` writes until `uncork` (a net.Socket's cork): a burst of frames goes out in one write. Optional. */
   cork? (): void
   uncork? (): void
+  /**
+   * Stop reading the peer's messages until every frame `send` wrote so far has gone to the
+   * network, then read again and call `resumed`. Optional: a socket without it is always read.
+   */
+  pauseReading? (resumed: () => void): void
 }
 
 /** The limits of one dialect's connections. */
@@ -55,7 +60,7 @@ export interface WebSocketServerOptions {
   maxInFlight: number
   /** Seed 000: largest incoming message in bytes; a larger one ends the connection with 1009. */
   maxMessageSize: number
-  /** A stream whose socket has more than this many bytes buffered ends with STREAM_LAGGED. */
+  /** A stream whose socket has more than this many bytes buffered ends with STREAM_LAGGED; a connection whose socket has more is not read until they are written. */
   maxBufferedBytes: number
   /** Seed 000: close a connection silent for this long with 1001 (pings keep a live peer busy); 0 = never. */
   idleTimeout: number
@@ -118,6 +123,8 @@ interface OpenConnection {
   idle?: NodeJS.Timeout
   /** The socket is corked until the end of this tick (see `send`). */
   corked: boolean
+  /** Set while reading is paused (see `accept`): the messages read meanwhile, in order. */
+  held?: Incoming[]
 }
 
 export interface WebSocketServer {
@@ -320,6 +327,42 @@ export function makeWebSocketServer (options: WebSocketServerOptions): WebSocket
     }
   }
 
+  /**
+   * A message read, acted on now or, while reading is paused, once it resumes. A peer that
+   * does not read its answers stops being read: while the socket holds more than
+   * `maxBufferedBytes` unsent, reading pauses (TCP then holds the peer's writes back) until
+   * the peer has read what is buffered. What `ws` had already read waits, in order. Refusing
+   * requests instead would write a frame for each, and would fail a reader that is only slow.
+   */
+  function accept (connection: OpenConnection, incoming: Incoming): void {
+    const { socket } = connection
+    if (connection.held !== undefined) {
+      connection.held.push(incoming)
+      return
+    }
+    if (socket.bufferedAmount > options.maxBufferedBytes && socket.pauseReading !== undefined) {
+      connection.held = [incoming]
+      socket.pauseReading(() => resumeReading(connection))
+      return
+    }
+    const { counter } = connection.served
+    if (counter === undefined) handle(connection, incoming)
+    // Counting may wait on a shared store: each message waits for the one before.
+    else connection.admitted = connection.admitted.then(() => admit(connection, counter, incoming)).catch((error: unknown) => internalFailure(connection, error))
+  }
+
+  /** The peer read what was buffered: the messages held are acted on (reading may pause again at any of them). */
+  function resumeReading (connection: OpenConnection): void {
+    const { held } = connection
+    connection.held = undefined
+    if (held === undefined || !connection.socket.isOpen) return
+    try {
+      for (const incoming of held) accept(connection, incoming)
+    } catch (error) {
+      internalFailure(connection, error)
+    }
+  }
+
   /** The message rate limit: per connection, and per identity across its connections. */
   async function admit (connection: OpenConnection, counter: WindowCounter, incoming: Incoming): Promise<void> {
     // A message queued behind one that closed the connection is not acted on.
@@ -386,15 +429,12 @@ export function makeWebSocketServer (options: WebSocketServerOptions): WebSocket
           armHeartbeat(connection)
           armIdle(connection)
           try {
-            const { dialect, limits, counter } = served
+            const { dialect, limits } = served
             if (data.length > limits.maxMessageSize) {
               socket.close(CloseCode.MessageTooBig, `message larger than ${limits.maxMessageSize} bytes`)
               return
             }
-            const incoming = isBinary ? dialect.binary() : dialect.read(typeof data === 'string' ? data : data.toString('utf8'), maxJsonDepth)
-            if (counter === undefined) handle(connection, incoming)
-            // Counting may wait on a shared store: each message waits for the one before.
-            else connection.admitted = connection.admitted.then(() => admit(connection, counter, incoming)).catch((error: unknown) => internalFailure(connection, error))
+            accept(connection, isBinary ? dialect.binary() : dialect.read(typeof data === 'string' ? data : data.toString('utf8'), maxJsonDepth))
           } catch (error) {
             internalFailure(connection, error)
           }
@@ -406,6 +446,7 @@ export function makeWebSocketServer (options: WebSocketServerOptions): WebSocket
           open.delete(connection)
           clearTimeout(connection.heartbeat)
           clearTimeout(connection.idle)
+          connection.held = undefined
           for (const stream of connection.streams) void stream.events?.return?.()
           connection.streams.clear()
         }

@@ -31,6 +31,8 @@ export interface WebSocketDispatcherOptions {
   allowedOrigins?: readonly string[]
   /** Refuse an upgrade that has no Origin. */
   requireOrigin: boolean
+  /** The largest message either dialect takes: `ws` refuses a larger one as its frame header arrives. */
+  maxMessageSize: number
   /** WebSocket connections held at once; undefined = no cap. */
   maxConnections?: number
   allowMissingVersion: boolean
@@ -92,6 +94,19 @@ interface Handshake {
   releaseOnClose?: () => void
 }
 
+/**
+ * Lowers the largest message `ws` receives on this connection to `limit`: past it `ws` closes
+ * with 1009 as the frame header arrives, before receiving the message. Its server's
+ * `maxPayload` is one for every route, and on a server the application registered it is the
+ * application's (100 MiB by default, and its own routes may need it): the connection's own
+ * limit, its receiver's, is lowered instead. Set before the connection reads its first frame.
+ */
+function limitMessageSize (socket: WebSocket, limit: number): void {
+  const receiver = (socket as unknown as { _receiver?: { _maxPayload: number } })._receiver
+  // 0 is no limit.
+  if (receiver !== undefined && (receiver._maxPayload === 0 || receiver._maxPayload > limit)) receiver._maxPayload = limit
+}
+
 function adapt (socket: WebSocket): WebSocketLike {
   // `ws` writes each frame to its TCP socket at once and offers no batching of its own:
   // corking that socket makes a burst of frames one write (`ws` counts what it holds in `bufferedAmount`).
@@ -103,7 +118,15 @@ function adapt (socket: WebSocket): WebSocketLike {
     close: (code, reason) => socket.close(code, reason),
     ping: () => socket.ping(),
     cork: () => tcp.cork(),
-    uncork: () => tcp.uncork()
+    uncork: () => tcp.uncork(),
+    pauseReading: (resumed) => {
+      socket.pause()
+      // A ping's write completes after those of every frame queued before it.
+      socket.ping(undefined, undefined, () => {
+        socket.resume()
+        resumed()
+      })
+    }
   }
 }
 
@@ -200,6 +223,7 @@ export async function webSocketDispatcher (fastify: FastifyInstance, options: We
   fastify.get('/', { websocket: true, onRequest: checkUpgrade }, (socket: WebSocket, request: FastifyRequest) => {
     const { info, releaseOnClose } = handshakes.get(request.raw) as Handshake
     if (releaseOnClose !== undefined) socket.once('close', releaseOnClose)
+    limitMessageSize(socket, options.maxMessageSize)
     const connection = options.server.opened(adapt(socket), info)
     // Listeners are attached at once so no frame that arrives with the upgrade is lost.
     socket.on('message', (data, isBinary) => connection.message(data as Buffer, isBinary))
