@@ -74,6 +74,39 @@ t.test('artifacts keep their order; an append to an artifact the task lacks star
   t.not(stored.artifacts?.[0], first, 'the store holds a copy, not the event\'s artifact')
 })
 
+t.test('a task of many artifacts finds one by its id without a search through them: each id is read once, for the index', async t => {
+  const store = new MemoryTaskStore()
+  let reads = 0
+  const artifacts = Array.from({ length: 1000 }, (_, i) => ({ get artifactId () { reads++; return `a${i}` }, parts: [{ text: '0' }] }))
+  await store.create({ ...task('t'), artifacts }, a)
+  for (let i = 1; i <= 100; i++) {
+    await store.update('t', { kind: 'artifact', artifact: { artifactId: 'a999', parts: [{ text: String(i) }] }, append: true }, a)
+    await store.update('t', { kind: 'artifact', artifact: { artifactId: 'a0', parts: [{ text: String(i) }] }, append: false }, a)
+    await store.update('t', { kind: 'artifact', artifact: { artifactId: 'fresh', parts: [{ text: String(i) }] }, append: true }, a)
+  }
+  t.equal(reads, 1000, 'three hundred lookups read each stored id once')
+  const stored = (await store.get('t', a))?.artifacts ?? []
+  t.equal(stored.length, 1001)
+  t.same(stored[0], { artifactId: 'a0', parts: [{ text: '100' }] }, 'replaced in place')
+  t.equal(stored[999]?.parts.length, 101, 'every append on the last of the created ones')
+  t.same(stored[1000], { artifactId: 'fresh', parts: Array.from({ length: 100 }, (_, i) => ({ text: String(i + 1) })) }, 'one made by an update is found too')
+})
+
+t.test('a task created again under its id with other artifacts: a change finds them, not the ones it had', async t => {
+  const store = new MemoryTaskStore()
+  const artifacts = (order: number[]) => order.map(i => ({ artifactId: `a${i}`, parts: [{ text: `${i}` }] }))
+  const ids = Array.from({ length: 20 }, (_, i) => i)
+  await store.create({ ...task('t'), artifacts: artifacts(ids) }, a)
+  await store.update('t', { kind: 'artifact', artifact: { artifactId: 'a0', parts: [{ text: 'first life' }] }, append: true }, a)
+  await store.create({ ...task('t'), artifacts: artifacts(ids.slice(5).reverse()) }, a)
+  await store.update('t', { kind: 'artifact', artifact: { artifactId: 'a19', parts: [{ text: 'second life' }] }, append: true }, a)
+  await store.update('t', { kind: 'artifact', artifact: { artifactId: 'a0', parts: [{ text: 'new' }] }, append: true }, a)
+  const stored = (await store.get('t', a))?.artifacts ?? []
+  t.same(stored.map(artifact => artifact.artifactId), [...ids.slice(5).reverse(), 0].map(i => `a${i}`))
+  t.same(stored[0], { artifactId: 'a19', parts: [{ text: '19' }, { text: 'second life' }] })
+  t.same(stored[15], { artifactId: 'a0', parts: [{ text: 'new' }] }, 'an id of the first life is a new artifact')
+})
+
 t.test('a tampered cursor is InvalidParams', async t => {
   const store = new MemoryTaskStore()
   await t.rejects(store.list({ pageSize: 1, pageToken: 'garbage' }, a), { code: 'A2A_ERR_INVALID_PARAMS' })

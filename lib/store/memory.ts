@@ -2,7 +2,7 @@
 // tasks held is capped; both are swept lazily on writes, so no timer keeps the
 // process alive.
 import { TaskTerminalError, UnavailableError, invalidParams } from '../errors/index.js'
-import type { Task } from '../schema/wire.js'
+import type { Artifact, Task } from '../schema/wire.js'
 import { isTerminal } from '../handler/states.js'
 import type {
   ImmediateTaskStore, ListTasksPage, ListTasksQuery, PushConfigPage, PushConfigStore, Scope, StoredPushConfig, TaskChange, TaskStore, VersionedTask
@@ -38,7 +38,15 @@ interface Entry {
   terminalSince: number
   /** Cleared when the task is evicted: the order's reads then skip the entry without a lookup. */
   held: boolean
+  /**
+   * Artifact id → its index in `task.artifacts`, made once the task has more than
+   * INDEXED_ARTIFACTS of them (a search through fewer costs less than a Map).
+   */
+  artifactIndex: Map<string, number> | undefined
 }
+
+/** Past this many artifacts a task's are found through its entry's `artifactIndex`. */
+const INDEXED_ARTIFACTS = 8
 
 export function encodeCursor (updatedAt: number, id: string): string {
   return Buffer.from(JSON.stringify([updatedAt, id])).toString('base64url')
@@ -62,6 +70,26 @@ const EVICTED: Task = Object.freeze({ id: '', status: Object.freeze({ state: 'TA
 /** Newest first; ties broken by id so the order, and so the cursor, is total. */
 function before (a: Entry, b: Entry): number {
   return b.updatedAt - a.updatedAt || (a.task.id < b.task.id ? 1 : a.task.id > b.task.id ? -1 : 0)
+}
+
+/** The store's own copy: later appends grow its parts, not the event's. */
+function storedArtifact (artifact: Artifact): Artifact {
+  return { ...artifact, parts: artifact.parts.slice() }
+}
+
+/** Where the artifact is among the task's `artifacts`; -1 when it has none of that id. */
+function indexOfArtifact (entry: Entry, artifacts: Artifact[], artifactId: string): number {
+  if (artifacts.length <= INDEXED_ARTIFACTS) {
+    for (let index = 0; index < artifacts.length; index++) if ((artifacts[index] as Artifact).artifactId === artifactId) return index
+    return -1
+  }
+  let byId = entry.artifactIndex
+  if (byId === undefined) {
+    byId = entry.artifactIndex = new Map()
+    // The first of an id, as a search from the front finds (a task created with two of one id).
+    for (let index = artifacts.length - 1; index >= 0; index--) byId.set((artifacts[index] as Artifact).artifactId, index)
+  }
+  return byId.get(artifactId) ?? -1
 }
 
 export class MemoryTaskStore implements TaskStore, ImmediateTaskStore {
@@ -129,20 +157,21 @@ export class MemoryTaskStore implements TaskStore, ImmediateTaskStore {
     let entry = tasks.get(task.id)
     if (entry === undefined) {
       this.#count++
-      entry = { task, tenant: scope.tenant, updatedAt, version: 1, terminalSince: Number.NaN, held: true }
+      entry = { task, tenant: scope.tenant, updatedAt, version: 1, terminalSince: Number.NaN, held: true, artifactIndex: undefined }
       tasks.set(task.id, entry)
     } else if (!Number.isNaN(entry.terminalSince) && !isTerminal(task.status.state)) {
       // A terminal task created again running leaves the terminal order (neither expired nor
       // evicted as finished): a fresh entry, and the old one let go there, as an evicted one is.
       entry.held = false
       entry.task = EVICTED
-      entry = { task, tenant: scope.tenant, updatedAt, version: 1, terminalSince: Number.NaN, held: true }
+      entry = { task, tenant: scope.tenant, updatedAt, version: 1, terminalSince: Number.NaN, held: true, artifactIndex: undefined }
       tasks.set(task.id, entry)
     } else {
       // A task created again under its id keeps its entry, and so its place in the terminal order.
       entry.task = task
       entry.updatedAt = updatedAt
       entry.version = 1
+      entry.artifactIndex = undefined
     }
     if (isTerminal(task.status.state)) this.#markTerminal(entry)
     return entry.version
@@ -173,21 +202,23 @@ export class MemoryTaskStore implements TaskStore, ImmediateTaskStore {
         (task.history ??= []).push(change.message)
         break
       case 'artifact': {
+        const { artifact } = change
         const artifacts = task.artifacts
-        const existing = change.append ? artifacts?.find(a => a.artifactId === change.artifact.artifactId) : undefined
-        if (existing === undefined) {
-          const copy = { ...change.artifact, parts: change.artifact.parts.slice() }
-          // A task's first artifact makes an array of one: a push onto [] makes room for seventeen.
-          if (artifacts === undefined) {
-            task.artifacts = [copy]
-            break
-          }
-          const index = artifacts.findIndex(a => a.artifactId === change.artifact.artifactId)
-          if (index === -1) artifacts.push(copy)
-          else artifacts[index] = copy
+        // A task's first artifact makes an array of one: a push onto [] makes room for seventeen.
+        if (artifacts === undefined) {
+          task.artifacts = [storedArtifact(artifact)]
+          break
+        }
+        const index = indexOfArtifact(entry, artifacts, artifact.artifactId)
+        if (index === -1) {
+          entry.artifactIndex?.set(artifact.artifactId, artifacts.length)
+          artifacts.push(storedArtifact(artifact))
+        } else if (change.append) {
+          const existing = artifacts[index] as Artifact
+          for (const part of artifact.parts) existing.parts.push(part)
+          if (artifact.metadata !== undefined) existing.metadata = { ...existing.metadata, ...artifact.metadata }
         } else {
-          for (const part of change.artifact.parts) existing.parts.push(part)
-          if (change.artifact.metadata !== undefined) existing.metadata = { ...existing.metadata, ...change.artifact.metadata }
+          artifacts[index] = storedArtifact(artifact)
         }
         break
       }
