@@ -192,6 +192,41 @@ if (url !== undefined) {
     t.equal(connections, 3, 'one try per topic, for every event queued on it')
   })
 
+  t.test('the overflow table\'s check failing once (database out of reach): the next large event is stored once it is back', async t => {
+    let down = true
+    const proxy = await postgresProxy(url, () => down ? 'refuse' : 'forward')
+    const proxiedPool = new pg.Pool({ connectionString: proxy.url })
+    proxiedPool.on('error', () => {})
+    t.teardown(async () => {
+      await proxiedPool.end()
+      await proxy.close()
+    })
+    // The queries the bus makes, settled or not: the test waits for the failing one.
+    const queries: Array<Promise<unknown>> = []
+    const query = proxiedPool.query.bind(proxiedPool) as (...args: unknown[]) => Promise<unknown>
+    proxiedPool.query = ((...args: unknown[]) => {
+      const made = query(...args)
+      queries.push(made.catch(() => {}))
+      return made
+    }) as typeof proxiedPool.query
+    const otherSchema = uniqueSchema('pgbus_overflow')
+    t.teardown(() => dropSchemas(url, [otherSchema]))
+    const publishing = new PostgresEventBus({ pool: proxiedPool, schema: otherSchema, channelPrefix: prefix })
+    publishing.publish(topic, event(`lost ${'x'.repeat(9000)}`))
+    t.equal(queries.length, 1, 'the check of the overflow table')
+    await queries[0]
+    await new Promise(resolve => setImmediate(resolve))
+    down = false
+    publishing.publish(topic, event(`stored ${'x'.repeat(9000)}`))
+    await publishing.close()
+    const table = `${pg.escapeIdentifier(otherSchema)}.a2a_bus_overflow`
+    const made = (await pool.query('SELECT to_regclass($1) IS NOT NULL AS made', [table])).rows[0].made
+    t.equal(made, true, 'the overflow table was made on the next try')
+    if (!made) return
+    const { rows } = await pool.query(`SELECT payload FROM ${table}`)
+    t.same(rows.map(row => JSON.parse(row.payload)[3].message.messageId.split(' ')[0]), ['stored'])
+  })
+
   t.test('the longest prefix accepted carries commands; one byte more is refused', async t => {
     const longest = `${prefix}${'p'.repeat(28 - prefix.length)}`
     t.equal(Buffer.byteLength(longest), 28)

@@ -204,24 +204,27 @@ export class PostgresEventBus implements EventBus {
     )
   }
 
+  /** On a failure, of the check as of the creation, the next overflow tries again. */
   async #createOverflowTable (): Promise<unknown> {
-    if (await tableExists(this.#pool, this.#schema, 'a2a_bus_overflow')) return
-    // The lock makes concurrent first creations from several instances wait for each other.
-    return await this.#pool.query(`
-      BEGIN;
-      SELECT pg_advisory_xact_lock(hashtext('a2a_bus_overflow'), hashtext(${this.#pg.escapeLiteral(this.#schema)}));
-      CREATE SCHEMA IF NOT EXISTS ${this.#S};
-      CREATE TABLE IF NOT EXISTS ${this.#S}.a2a_bus_overflow (
-        key TEXT PRIMARY KEY,
-        payload TEXT NOT NULL,
-        created_at TIMESTAMPTZ NOT NULL DEFAULT now()
-      );
-      CREATE INDEX IF NOT EXISTS a2a_bus_overflow_age ON ${this.#S}.a2a_bus_overflow (created_at);
-      COMMIT;
-    `).catch((error: unknown) => {
+    try {
+      if (await tableExists(this.#pool, this.#schema, 'a2a_bus_overflow')) return
+      // The lock makes concurrent first creations from several instances wait for each other.
+      return await this.#pool.query(`
+        BEGIN;
+        SELECT pg_advisory_xact_lock(hashtext('a2a_bus_overflow'), hashtext(${this.#pg.escapeLiteral(this.#schema)}));
+        CREATE SCHEMA IF NOT EXISTS ${this.#S};
+        CREATE TABLE IF NOT EXISTS ${this.#S}.a2a_bus_overflow (
+          key TEXT PRIMARY KEY,
+          payload TEXT NOT NULL,
+          created_at TIMESTAMPTZ NOT NULL DEFAULT now()
+        );
+        CREATE INDEX IF NOT EXISTS a2a_bus_overflow_age ON ${this.#S}.a2a_bus_overflow (created_at);
+        COMMIT;
+      `)
+    } catch (error) {
       this.#overflowTable = undefined
       throw error
-    })
+    }
   }
 
   /** LISTEN or UNLISTEN; the listening client runs them in call order. */
