@@ -2,6 +2,7 @@
 // tasks held is capped; both are swept lazily on writes, so no timer keeps the
 // process alive.
 import { TaskTerminalError, UnavailableError, invalidParams } from '../errors/index.js'
+import { InvalidOptionError } from '../options.js'
 import type { Artifact, Task } from '../schema/wire.js'
 import { isTerminal } from '../handler/states.js'
 import type {
@@ -14,6 +15,12 @@ export interface MemoryTaskStoreOptions {
   ttl?: number
   /** How many tasks are held at most; past it the oldest terminal task is evicted. Default 10,000. */
   maxTasks?: number
+  /**
+   * How many tasks one tenant may hold at most; past it that tenant's oldest terminal task is
+   * evicted, and with none its new task is refused as a full store's is. Default `maxTasks`:
+   * a multi-tenant deployment should set it lower, or one tenant can fill the store for all.
+   */
+  maxTasksPerTenant?: number
   /**
    * The push-config store whose configs belong to this store's tasks: a task's configs are
    * deleted with it when it expires or is evicted. The plugin pairs its default stores so.
@@ -47,6 +54,38 @@ interface Entry {
 
 /** Past this many artifacts a task's are found through its entry's `artifactIndex`. */
 const INDEXED_ARTIFACTS = 8
+
+/**
+ * Entries in the order their tasks became terminal: the TTL sweep and the eviction read
+ * from the front, skipping an entry whose task is gone. (A Map's first key, read instead,
+ * steps over every entry deleted since V8 last compacted it.)
+ */
+class TerminalOrder {
+  #entries: Entry[] = []
+  #head = 0
+
+  /** Steps past the gone entries at the front first, so an order read only now and then stays short. */
+  push (entry: Entry): void {
+    this.oldest()
+    this.#entries.push(entry)
+  }
+
+  /** The entry of the task that became terminal first, of those still held. */
+  oldest (): Entry | undefined {
+    const entries = this.#entries
+    while (this.#head < entries.length) {
+      const entry = entries[this.#head] as Entry
+      if (entry.held) return entry
+      this.#head++
+      if (this.#head > 1024 && this.#head * 2 > entries.length) {
+        this.#entries = entries.slice(this.#head)
+        this.#head = 0
+        return this.oldest()
+      }
+    }
+    return undefined
+  }
+}
 
 export function encodeCursor (updatedAt: number, id: string): string {
   return Buffer.from(JSON.stringify([updatedAt, id])).toString('base64url')
@@ -97,15 +136,16 @@ export class MemoryTaskStore implements TaskStore, ImmediateTaskStore {
   /** Tenant → task id → entry: a lookup builds no key string (a call makes several). */
   readonly #tenants = new Map<string, Map<string, Entry>>()
   #count = 0
+  /** Every terminal task's entry. */
+  readonly #terminalOrder = new TerminalOrder()
   /**
-   * The terminal tasks' entries in the order they became terminal: the TTL sweep and the
-   * eviction read from the front, skipping an entry whose task is gone. (A Map's first
-   * key, read instead, steps over every entry deleted since V8 last compacted it.)
+   * Each tenant's terminal entries, for its own cap; kept only when that cap is below
+   * `maxTasks` (otherwise the store's cap is always reached first).
    */
-  #terminalOrder: Entry[] = []
-  #terminalHead = 0
+  readonly #tenantTerminalOrders: Map<string, TerminalOrder> | undefined
   readonly #ttl: number
   readonly #maxTasks: number
+  readonly #maxTasksPerTenant: number
   readonly #now: () => number
   readonly #pushConfigs: MemoryPushConfigStore | undefined
   /** The last status timestamp parsed, and its ms: a turn's timestamps mostly repeat it. */
@@ -115,6 +155,11 @@ export class MemoryTaskStore implements TaskStore, ImmediateTaskStore {
   constructor (options: MemoryTaskStoreOptions = {}) {
     this.#ttl = options.ttl ?? 3_600_000
     this.#maxTasks = options.maxTasks ?? 10_000
+    this.#maxTasksPerTenant = options.maxTasksPerTenant ?? this.#maxTasks
+    if (!Number.isSafeInteger(this.#maxTasksPerTenant) || this.#maxTasksPerTenant < 1) {
+      throw new InvalidOptionError('maxTasksPerTenant', 'must be an integer >= 1')
+    }
+    this.#tenantTerminalOrders = this.#maxTasksPerTenant < this.#maxTasks ? new Map() : undefined
     this.#now = options.now ?? Date.now
     this.#pushConfigs = options.pushConfigStore
   }
@@ -146,11 +191,11 @@ export class MemoryTaskStore implements TaskStore, ImmediateTaskStore {
 
   createNow (task: Task, scope: Scope): number {
     this.#sweep()
-    if (this.#count >= this.#maxTasks) {
-      const oldest = this.#oldestTerminal()
-      if (oldest === undefined) throw new UnavailableError('the task store is full')
-      this.#evict(oldest)
+    const tenantOrders = this.#tenantTerminalOrders
+    if (tenantOrders !== undefined && (this.#tenants.get(scope.tenant)?.size ?? 0) >= this.#maxTasksPerTenant) {
+      this.#makeRoom(tenantOrders.get(scope.tenant))
     }
+    if (this.#count >= this.#maxTasks) this.#makeRoom(this.#terminalOrder)
     let tasks = this.#tenants.get(scope.tenant)
     if (tasks === undefined) this.#tenants.set(scope.tenant, tasks = new Map())
     const updatedAt = this.#timeOf(task.status.timestamp)
@@ -279,27 +324,24 @@ export class MemoryTaskStore implements TaskStore, ImmediateTaskStore {
     return this.#now() - entry.terminalSince >= this.#ttl
   }
 
-  /** A task marked again keeps its place in the order, with the new time. */
+  /** A task marked again keeps its place in the orders, with the new time. */
   #markTerminal (entry: Entry): void {
     const first = Number.isNaN(entry.terminalSince)
     entry.terminalSince = this.#now()
-    if (first) this.#terminalOrder.push(entry)
+    if (!first) return
+    this.#terminalOrder.push(entry)
+    const tenantOrders = this.#tenantTerminalOrders
+    if (tenantOrders === undefined) return
+    let order = tenantOrders.get(entry.tenant)
+    if (order === undefined) tenantOrders.set(entry.tenant, order = new TerminalOrder())
+    order.push(entry)
   }
 
-  /** The entry of the task that became terminal first. */
-  #oldestTerminal (): Entry | undefined {
-    const order = this.#terminalOrder
-    while (this.#terminalHead < order.length) {
-      const entry = order[this.#terminalHead] as Entry
-      if (entry.held) return entry
-      this.#terminalHead++
-      if (this.#terminalHead > 1024 && this.#terminalHead * 2 > order.length) {
-        this.#terminalOrder = order.slice(this.#terminalHead)
-        this.#terminalHead = 0
-        return this.#oldestTerminal()
-      }
-    }
-    return undefined
+  /** Evicts the oldest terminal task of `order`; with none, the store is full. */
+  #makeRoom (order: TerminalOrder | undefined): void {
+    const oldest = order?.oldest()
+    if (oldest === undefined) throw new UnavailableError('the task store is full')
+    this.#evict(oldest)
   }
 
   /** `entry` is one the store holds: the map's, or a held one from the terminal order. */
@@ -310,11 +352,14 @@ export class MemoryTaskStore implements TaskStore, ImmediateTaskStore {
     entry.held = false
     entry.task = EVICTED
     this.#count--
-    if (tasks.size === 0) this.#tenants.delete(entry.tenant)
+    if (tasks.size === 0) {
+      this.#tenants.delete(entry.tenant)
+      this.#tenantTerminalOrders?.delete(entry.tenant)
+    }
   }
 
   #sweep (): void {
-    for (let entry = this.#oldestTerminal(); entry !== undefined && this.#expired(entry); entry = this.#oldestTerminal()) {
+    for (let entry = this.#terminalOrder.oldest(); entry !== undefined && this.#expired(entry); entry = this.#terminalOrder.oldest()) {
       this.#evict(entry)
     }
   }
