@@ -2,7 +2,8 @@
 // instances keeps (test/helpers/bus-contract.ts), then what is its own: events over
 // NOTIFY's 8000-byte limit go through a table, in order with the others; old overflow
 // rows are swept; close() sends what is still queued; a lost listening connection is made
-// again, however many tries that takes; options are checked.
+// again, however many tries that takes; against a database that never answers, queued publishes
+// are lost after connectionTimeout and close() returns; options are checked.
 import net from 'node:net'
 import pg from 'pg'
 import t from 'tap'
@@ -170,6 +171,62 @@ if (url !== undefined) {
     t.equal(connections, 2, 'none after close()')
   })
 
+  t.test('a database that takes connections and never answers: publishes queued on a topic are lost after connectionTimeout, and close() returns', async t => {
+    let connections = 0
+    const proxy = await postgresProxy(url, () => { connections++; return 'hang' })
+    t.teardown(() => proxy.close())
+    const stuck = postgresBus({ connectionString: proxy.url, channelPrefix: prefix, connectionTimeout: 200 })
+    const delivered: string[] = []
+    stuck.subscribe(topic, (one) => delivered.push(one.message?.messageId as string))
+    await stuck.ready(topic)
+    t.equal(connections, 1, 'the listening connection, given up')
+    // Small events go by NOTIFY in batches, large ones (over 8000 bytes) one query each.
+    const sent: string[] = []
+    for (let i = 0; i < 300; i++) {
+      const one = event(i % 2 === 0 ? `small ${i}` : `large ${i} ${'x'.repeat(10_000)}`)
+      sent.push(one.message?.messageId as string)
+      stuck.publish(i % 2 === 0 ? topic : 'tenant\u0000large', one)
+    }
+    t.same(delivered, sent.filter(id => id.startsWith('small')), 'this instance\'s listener had its events at once')
+    await stuck.close()
+    t.equal(connections, 3, 'one try per topic, for every event queued on it')
+  })
+
+  t.test('the overflow table\'s check failing once (database out of reach): the next large event is stored once it is back', async t => {
+    let down = true
+    const proxy = await postgresProxy(url, () => down ? 'refuse' : 'forward')
+    const proxiedPool = new pg.Pool({ connectionString: proxy.url })
+    proxiedPool.on('error', () => {})
+    t.teardown(async () => {
+      await proxiedPool.end()
+      await proxy.close()
+    })
+    // The queries the bus makes, settled or not: the test waits for the failing one.
+    const queries: Array<Promise<unknown>> = []
+    const query = proxiedPool.query.bind(proxiedPool) as (...args: unknown[]) => Promise<unknown>
+    proxiedPool.query = ((...args: unknown[]) => {
+      const made = query(...args)
+      queries.push(made.catch(() => {}))
+      return made
+    }) as typeof proxiedPool.query
+    const otherSchema = uniqueSchema('pgbus_overflow')
+    t.teardown(() => dropSchemas(url, [otherSchema]))
+    const publishing = new PostgresEventBus({ pool: proxiedPool, schema: otherSchema, channelPrefix: prefix })
+    publishing.publish(topic, event(`lost ${'x'.repeat(9000)}`))
+    t.equal(queries.length, 1, 'the check of the overflow table')
+    await queries[0]
+    await new Promise(resolve => setImmediate(resolve))
+    down = false
+    publishing.publish(topic, event(`stored ${'x'.repeat(9000)}`))
+    await publishing.close()
+    const table = `${pg.escapeIdentifier(otherSchema)}.a2a_bus_overflow`
+    const made = (await pool.query('SELECT to_regclass($1) IS NOT NULL AS made', [table])).rows[0].made
+    t.equal(made, true, 'the overflow table was made on the next try')
+    if (!made) return
+    const { rows } = await pool.query(`SELECT payload FROM ${table}`)
+    t.same(rows.map(row => JSON.parse(row.payload)[3].message.messageId.split(' ')[0]), ['stored'])
+  })
+
   t.test('the longest prefix accepted carries commands; one byte more is refused', async t => {
     const longest = `${prefix}${'p'.repeat(28 - prefix.length)}`
     t.equal(Buffer.byteLength(longest), 28)
@@ -190,5 +247,8 @@ if (url !== undefined) {
   t.test('options are checked', async t => {
     t.throws(() => new PostgresEventBus({}), new InvalidOptionError('connectionString', 'give exactly one of connectionString and pool'))
     t.throws(() => new PostgresEventBus({ pool, overflowRetention: -1 }), new InvalidOptionError('overflowRetention', 'must be an integer >= 0'))
+    for (const bad of [-1, 1.5, 'x']) {
+      t.throws(() => new PostgresEventBus({ connectionString: url, connectionTimeout: bad as number }), new InvalidOptionError('connectionTimeout', 'must be an integer >= 0'), String(bad))
+    }
   })
 }

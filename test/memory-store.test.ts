@@ -35,6 +35,60 @@ t.test('the cap evicts the oldest terminal task, and refuses when none is termin
   await t.rejects(store.create(task('one-too-many'), a), { code: 'A2A_ERR_UNAVAILABLE' })
 })
 
+t.test('maxTasksPerTenant: a full tenant has its own oldest terminal task evicted, or its new task refused; the others go on', async t => {
+  const store = new MemoryTaskStore({ maxTasks: 10, maxTasksPerTenant: 2 })
+  await store.create(task('b-old', 'TASK_STATE_COMPLETED'), b)
+  await store.create(task('a-old', 'TASK_STATE_COMPLETED'), a)
+  await store.create(task('a-input', 'TASK_STATE_INPUT_REQUIRED'), a)
+  await store.create(task('a-new'), a)
+  t.equal(await store.get('a-old', a), undefined, 'the tenant\'s own oldest terminal task made room')
+  t.ok(await store.get('b-old', b), 'not another tenant\'s, older though it is')
+  await t.rejects(store.create(task('a-more'), a), { code: 'A2A_ERR_UNAVAILABLE', message: /the task store is full/ }, 'no terminal task of its own: refused')
+  await store.create(task('b-1', 'TASK_STATE_INPUT_REQUIRED'), b)
+  await store.create(task('b-2'), b)
+  t.equal(await store.get('b-old', b), undefined, 'tenant b made room with its own')
+  t.same((await store.list({ pageSize: 10 }, b)).tasks.map(x => x.id).sort(), ['b-1', 'b-2'])
+  t.equal(store.size, 4)
+  await store.update('a-input', { kind: 'status', status: { state: 'TASK_STATE_CANCELED', timestamp: new Date().toISOString() } }, a)
+  await store.create(task('a-more'), a)
+  t.equal(await store.get('a-input', a), undefined, 'a task of the tenant that ended later made room')
+  t.same((await store.list({ pageSize: 10 }, a)).tasks.map(x => x.id).sort(), ['a-more', 'a-new'])
+})
+
+t.test('maxTasksPerTenant: terminal tasks gone by the TTL or created again running are not counted as the tenant\'s to evict', async t => {
+  let now = 1_000_000
+  const store = new MemoryTaskStore({ ttl: 1000, maxTasks: 10, maxTasksPerTenant: 2, now: () => now })
+  await store.create(task('expired', 'TASK_STATE_COMPLETED'), a)
+  now += 1000
+  await store.create(task('x', 'TASK_STATE_COMPLETED'), a)
+  t.equal(store.size, 1, 'the expired task swept')
+  await store.create(task('x'), a)
+  await store.create(task('y'), a)
+  await t.rejects(store.create(task('z'), a), { code: 'A2A_ERR_UNAVAILABLE' }, 'x, running again, is not evicted as finished')
+  t.equal((await store.get('x', a))?.status.state, 'TASK_STATE_WORKING')
+  for (const id of ['x', 'y']) await store.update(id, { kind: 'status', status: { state: 'TASK_STATE_FAILED', timestamp: new Date().toISOString() } }, a)
+  now += 1000
+  await store.create(task('z'), a)
+  t.equal(store.size, 1, 'the tenant emptied by the TTL')
+  await store.create(task('w', 'TASK_STATE_COMPLETED'), a)
+  await store.create(task('v'), a)
+  t.equal(await store.get('w', a), undefined, 'emptied and filled again, the tenant made room with its terminal w')
+  t.ok(await store.get('z', a), 'not with the running z')
+})
+
+t.test('maxTasksPerTenant defaults to maxTasks: one tenant may fill the store', async t => {
+  const store = new MemoryTaskStore({ maxTasks: 2 })
+  await store.create(task('one'), a)
+  await store.create(task('two'), a)
+  await t.rejects(store.create(task('other'), b), { code: 'A2A_ERR_UNAVAILABLE' })
+})
+
+t.test('maxTasksPerTenant is checked', async t => {
+  for (const bad of [0, 1.5, -1, 'x']) {
+    t.throws(() => new MemoryTaskStore({ maxTasksPerTenant: bad as number }), { code: 'A2A_ERR_INVALID_OPTION', message: /maxTasksPerTenant: must be an integer >= 1/ }, String(bad))
+  }
+})
+
 t.test('tenants are isolated', async t => {
   const store = new MemoryTaskStore()
   await store.create(task('same-id'), a)
@@ -72,6 +126,39 @@ t.test('artifacts keep their order; an append to an artifact the task lacks star
     { artifactId: 'y', parts: [{ text: 'y1' }] }
   ])
   t.not(stored.artifacts?.[0], first, 'the store holds a copy, not the event\'s artifact')
+})
+
+t.test('a task of many artifacts finds one by its id without a search through them: each id is read once, for the index', async t => {
+  const store = new MemoryTaskStore()
+  let reads = 0
+  const artifacts = Array.from({ length: 1000 }, (_, i) => ({ get artifactId () { reads++; return `a${i}` }, parts: [{ text: '0' }] }))
+  await store.create({ ...task('t'), artifacts }, a)
+  for (let i = 1; i <= 100; i++) {
+    await store.update('t', { kind: 'artifact', artifact: { artifactId: 'a999', parts: [{ text: String(i) }] }, append: true }, a)
+    await store.update('t', { kind: 'artifact', artifact: { artifactId: 'a0', parts: [{ text: String(i) }] }, append: false }, a)
+    await store.update('t', { kind: 'artifact', artifact: { artifactId: 'fresh', parts: [{ text: String(i) }] }, append: true }, a)
+  }
+  t.equal(reads, 1000, 'three hundred lookups read each stored id once')
+  const stored = (await store.get('t', a))?.artifacts ?? []
+  t.equal(stored.length, 1001)
+  t.same(stored[0], { artifactId: 'a0', parts: [{ text: '100' }] }, 'replaced in place')
+  t.equal(stored[999]?.parts.length, 101, 'every append on the last of the created ones')
+  t.same(stored[1000], { artifactId: 'fresh', parts: Array.from({ length: 100 }, (_, i) => ({ text: String(i + 1) })) }, 'one made by an update is found too')
+})
+
+t.test('a task created again under its id with other artifacts: a change finds them, not the ones it had', async t => {
+  const store = new MemoryTaskStore()
+  const artifacts = (order: number[]) => order.map(i => ({ artifactId: `a${i}`, parts: [{ text: `${i}` }] }))
+  const ids = Array.from({ length: 20 }, (_, i) => i)
+  await store.create({ ...task('t'), artifacts: artifacts(ids) }, a)
+  await store.update('t', { kind: 'artifact', artifact: { artifactId: 'a0', parts: [{ text: 'first life' }] }, append: true }, a)
+  await store.create({ ...task('t'), artifacts: artifacts(ids.slice(5).reverse()) }, a)
+  await store.update('t', { kind: 'artifact', artifact: { artifactId: 'a19', parts: [{ text: 'second life' }] }, append: true }, a)
+  await store.update('t', { kind: 'artifact', artifact: { artifactId: 'a0', parts: [{ text: 'new' }] }, append: true }, a)
+  const stored = (await store.get('t', a))?.artifacts ?? []
+  t.same(stored.map(artifact => artifact.artifactId), [...ids.slice(5).reverse(), 0].map(i => `a${i}`))
+  t.same(stored[0], { artifactId: 'a19', parts: [{ text: '19' }, { text: 'second life' }] })
+  t.same(stored[15], { artifactId: 'a0', parts: [{ text: 'new' }] }, 'an id of the first life is a new artifact')
 })
 
 t.test('a tampered cursor is InvalidParams', async t => {

@@ -386,6 +386,27 @@ t.test('the event stream never waits for a webhook', async t => {
   t.equal(receiver.received.length, 5)
 })
 
+t.test('a dozen deliveries in flight at once print no MaxListenersExceededWarning', async t => {
+  const warnings: Error[] = []
+  const onWarning = (warning: Error) => warnings.push(warning)
+  process.on('warning', onWarning)
+  t.teardown(() => { process.off('warning', onWarning) })
+  let release!: () => void
+  const held = new Promise<number>(resolve => { release = () => resolve(200) })
+  const { receiver, url, sender } = await setup(t, () => held)
+  const tasks = 12
+  for (let i = 0; i < tasks; i++) {
+    await result(url, 'SendMessage', { message: userMessage('hello'), configuration: { taskPushNotificationConfig: { url: `${receiver.origin}/held` } } })
+  }
+  await eventually(() => receiver.received.length === tasks)
+  // A warning is emitted on the next tick: let it come.
+  await new Promise(resolve => setImmediate(resolve))
+  t.same(warnings.map(warning => warning.name), [], `${tasks} attempts, one per config, each waiting on the closing signal`)
+  release()
+  await sender.idle()
+  t.equal(sender.stats.delivered, tasks * 4)
+})
+
 // Each config's deliveries wait in a queue of their own. Tenant `a` and tenant `a\0t1` can name
 // a task and a config so that tenant, task id and config id, joined with NULs, spell the same
 // string: the queues must still be two, or one tenant's slow webhook would hold up the other's.

@@ -4,12 +4,15 @@ import type { BusCommand, BusListener, CommandHandler, EventBus } from './types.
 
 export class MemoryEventBus implements EventBus {
   /**
-   * Each topic's listeners, copied on every change: a publish goes on over the array it
-   * started with whatever its listeners subscribe or unsubscribe meanwhile. An array, not a
-   * Set: a topic mostly has one listener, for one turn, and a Set's table would be made and
-   * dropped with it. A SteadyMap: topics come and go with the calls.
+   * Each topic's listeners, changed in place: a publish goes on over the ones it started with
+   * whatever its listeners subscribe or unsubscribe meanwhile, as it stops at the length it
+   * started with and a removal from an array a publish is going over replaces the array. An
+   * array, not a Set: a topic mostly has one listener, for one turn, and a Set's table would
+   * be made and dropped with it. A SteadyMap: topics come and go with the calls.
    */
   readonly #topics = new SteadyMap<string, BusListener[]>()
+  /** The arrays the publishes under way go over, innermost last (a listener may publish). */
+  readonly #publishing: BusListener[][] = []
   /** Instances of this process (apps sharing the bus) and their command handlers. */
   readonly #instances = new Map<string, CommandHandler>()
   #count = 0
@@ -17,12 +20,23 @@ export class MemoryEventBus implements EventBus {
   publish (topic: string, event: StreamResponse, version?: number): void {
     const listeners = this.#topics.get(topic)
     if (listeners === undefined) return
-    for (let index = 0; index < listeners.length; index++) (listeners[index] as BusListener)(event, version)
+    // One listener, the common case: once it is called nothing reads the array again.
+    if (listeners.length === 1) {
+      (listeners[0] as BusListener)(event, version)
+      return
+    }
+    this.#publishing.push(listeners)
+    try {
+      for (let index = 0, end = listeners.length; index < end; index++) (listeners[index] as BusListener)(event, version)
+    } finally {
+      this.#publishing.pop()
+    }
   }
 
   subscribe (topic: string, listener: BusListener): () => void {
     const listeners = this.#topics.get(topic)
-    this.#topics.set(topic, listeners === undefined ? [listener] : [...listeners, listener])
+    if (listeners === undefined) this.#topics.set(topic, [listener])
+    else listeners.push(listener)
     this.#count++
     let subscribed = true
     // The same function may subscribe twice: each call removes one of its places.
@@ -40,7 +54,9 @@ export class MemoryEventBus implements EventBus {
         return
       }
       const index = current.indexOf(listener)
-      this.#topics.set(topic, current.filter((_, at) => at !== index))
+      // Copied once for the publishes under way; the copy is changed in place after.
+      if (this.#publishing.includes(current)) this.#topics.set(topic, current.filter((_, at) => at !== index))
+      else current.splice(index, 1)
     }
   }
 

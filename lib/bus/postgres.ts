@@ -10,7 +10,7 @@ import { InvalidOptionError } from '../options.js'
 import type { StreamResponse } from '../schema/wire.js'
 import { deliverCommand } from './commands.js'
 import { MemoryEventBus } from './memory.js'
-import { loadPg, tableExists } from '../store/pg-transaction.js'
+import { DEFAULT_CONNECTION_TIMEOUT, loadPg, tableExists } from '../store/pg-transaction.js'
 import type { BusCommand, BusListener, CommandHandler, EventBus } from './types.js'
 
 export interface PostgresEventBusOptions {
@@ -24,6 +24,13 @@ export interface PostgresEventBusOptions {
   channelPrefix?: string
   /** How long an overflow row is kept for the instances to read, in ms. Default 60,000. */
   overflowRetention?: number
+  /**
+   * With `connectionString`: how long the bus waits for a connection of its pool, and its
+   * listening connection to be made, in ms. A publish that gets none in time is lost with the
+   * others queued on its topic (the listeners of this instance had them), so a database that
+   * stopped answering holds neither memory nor close() for ever. 0 waits without end. Default 10,000.
+   */
+  connectionTimeout?: number
 }
 
 /** NOTIFY refuses a payload of 8000 bytes or more (PostgreSQL's default build). */
@@ -80,8 +87,10 @@ export class PostgresEventBus implements EventBus {
 
   constructor (options: PostgresEventBusOptions) {
     if ((options.connectionString === undefined) === (options.pool === undefined)) throw new InvalidOptionError('connectionString', 'give exactly one of connectionString and pool')
+    const { connectionTimeout = DEFAULT_CONNECTION_TIMEOUT } = options
+    if (!Number.isSafeInteger(connectionTimeout) || connectionTimeout < 0) throw new InvalidOptionError('connectionTimeout', 'must be an integer >= 0')
     this.#pg = loadPg('PostgresEventBus (postgresBus)')
-    this.#pool = options.pool ?? new this.#pg.Pool({ connectionString: options.connectionString })
+    this.#pool = options.pool ?? new this.#pg.Pool({ connectionString: options.connectionString, connectionTimeoutMillis: connectionTimeout })
     this.#ownsPool = options.pool === undefined
     this.#schema = options.schema ?? 'public'
     this.#S = this.#pg.escapeIdentifier(this.#schema)
@@ -173,6 +182,8 @@ export class PostgresEventBus implements EventBus {
         else await this.#sendOverflow(channel, outbox.payloads.shift() as string)
       } catch {
         // Like a lost Redis publish: the other instances miss the events; this one's listeners had them.
+        // Those queued behind go too: against a database out of reach each would wait as long.
+        outbox.payloads.length = 0
       }
     }
     outbox.sending = false
@@ -193,24 +204,27 @@ export class PostgresEventBus implements EventBus {
     )
   }
 
+  /** On a failure, of the check as of the creation, the next overflow tries again. */
   async #createOverflowTable (): Promise<unknown> {
-    if (await tableExists(this.#pool, this.#schema, 'a2a_bus_overflow')) return
-    // The lock makes concurrent first creations from several instances wait for each other.
-    return await this.#pool.query(`
-      BEGIN;
-      SELECT pg_advisory_xact_lock(hashtext('a2a_bus_overflow'), hashtext(${this.#pg.escapeLiteral(this.#schema)}));
-      CREATE SCHEMA IF NOT EXISTS ${this.#S};
-      CREATE TABLE IF NOT EXISTS ${this.#S}.a2a_bus_overflow (
-        key TEXT PRIMARY KEY,
-        payload TEXT NOT NULL,
-        created_at TIMESTAMPTZ NOT NULL DEFAULT now()
-      );
-      CREATE INDEX IF NOT EXISTS a2a_bus_overflow_age ON ${this.#S}.a2a_bus_overflow (created_at);
-      COMMIT;
-    `).catch((error: unknown) => {
+    try {
+      if (await tableExists(this.#pool, this.#schema, 'a2a_bus_overflow')) return
+      // The lock makes concurrent first creations from several instances wait for each other.
+      return await this.#pool.query(`
+        BEGIN;
+        SELECT pg_advisory_xact_lock(hashtext('a2a_bus_overflow'), hashtext(${this.#pg.escapeLiteral(this.#schema)}));
+        CREATE SCHEMA IF NOT EXISTS ${this.#S};
+        CREATE TABLE IF NOT EXISTS ${this.#S}.a2a_bus_overflow (
+          key TEXT PRIMARY KEY,
+          payload TEXT NOT NULL,
+          created_at TIMESTAMPTZ NOT NULL DEFAULT now()
+        );
+        CREATE INDEX IF NOT EXISTS a2a_bus_overflow_age ON ${this.#S}.a2a_bus_overflow (created_at);
+        COMMIT;
+      `)
+    } catch (error) {
       this.#overflowTable = undefined
       throw error
-    })
+    }
   }
 
   /** LISTEN or UNLISTEN; the listening client runs them in call order. */

@@ -6,6 +6,7 @@
 // event, so one dead webhook cannot take the others' turns. Queues live in memory: events not yet delivered when the
 // process stops are lost, unless an outbox (the `cluster` option) records each delivery
 // until its outcome, for another instance to take over.
+import { setMaxListeners } from 'node:events'
 import http from 'node:http'
 import https from 'node:https'
 import type { LookupFunction } from 'node:net'
@@ -185,6 +186,9 @@ export class PushSender {
     this.#options = options
     this.#logger = logger
     this.#guard = new WebhookGuard(options.allow, options.resolve)
+    // Every attempt in flight and every backoff listens on it, and are removed after: many at
+    // once are not a leak, and Node's warning past ten would be a false alarm in the logs.
+    setMaxListeners(0, this.#closing.signal)
   }
 
   /**

@@ -2,7 +2,8 @@
 // tasks held is capped; both are swept lazily on writes, so no timer keeps the
 // process alive.
 import { TaskTerminalError, UnavailableError, invalidParams } from '../errors/index.js'
-import type { Task } from '../schema/wire.js'
+import { InvalidOptionError } from '../options.js'
+import type { Artifact, Task } from '../schema/wire.js'
 import { isTerminal } from '../handler/states.js'
 import type {
   ImmediateTaskStore, ListTasksPage, ListTasksQuery, PushConfigPage, PushConfigStore, Scope, StoredPushConfig, TaskChange, TaskStore, VersionedTask
@@ -14,6 +15,12 @@ export interface MemoryTaskStoreOptions {
   ttl?: number
   /** How many tasks are held at most; past it the oldest terminal task is evicted. Default 10,000. */
   maxTasks?: number
+  /**
+   * How many tasks one tenant may hold at most; past it that tenant's oldest terminal task is
+   * evicted, and with none its new task is refused as a full store's is. Default `maxTasks`:
+   * a multi-tenant deployment should set it lower, or one tenant can fill the store for all.
+   */
+  maxTasksPerTenant?: number
   /**
    * The push-config store whose configs belong to this store's tasks: a task's configs are
    * deleted with it when it expires or is evicted. The plugin pairs its default stores so.
@@ -38,6 +45,46 @@ interface Entry {
   terminalSince: number
   /** Cleared when the task is evicted: the order's reads then skip the entry without a lookup. */
   held: boolean
+  /**
+   * Artifact id → its index in `task.artifacts`, made once the task has more than
+   * INDEXED_ARTIFACTS of them (a search through fewer costs less than a Map).
+   */
+  artifactIndex: Map<string, number> | undefined
+}
+
+/** Past this many artifacts a task's are found through its entry's `artifactIndex`. */
+const INDEXED_ARTIFACTS = 8
+
+/**
+ * Entries in the order their tasks became terminal: the TTL sweep and the eviction read
+ * from the front, skipping an entry whose task is gone. (A Map's first key, read instead,
+ * steps over every entry deleted since V8 last compacted it.)
+ */
+class TerminalOrder {
+  #entries: Entry[] = []
+  #head = 0
+
+  /** Steps past the gone entries at the front first, so an order read only now and then stays short. */
+  push (entry: Entry): void {
+    this.oldest()
+    this.#entries.push(entry)
+  }
+
+  /** The entry of the task that became terminal first, of those still held. */
+  oldest (): Entry | undefined {
+    const entries = this.#entries
+    while (this.#head < entries.length) {
+      const entry = entries[this.#head] as Entry
+      if (entry.held) return entry
+      this.#head++
+      if (this.#head > 1024 && this.#head * 2 > entries.length) {
+        this.#entries = entries.slice(this.#head)
+        this.#head = 0
+        return this.oldest()
+      }
+    }
+    return undefined
+  }
 }
 
 export function encodeCursor (updatedAt: number, id: string): string {
@@ -64,20 +111,41 @@ function before (a: Entry, b: Entry): number {
   return b.updatedAt - a.updatedAt || (a.task.id < b.task.id ? 1 : a.task.id > b.task.id ? -1 : 0)
 }
 
+/** The store's own copy: later appends grow its parts, not the event's. */
+function storedArtifact (artifact: Artifact): Artifact {
+  return { ...artifact, parts: artifact.parts.slice() }
+}
+
+/** Where the artifact is among the task's `artifacts`; -1 when it has none of that id. */
+function indexOfArtifact (entry: Entry, artifacts: Artifact[], artifactId: string): number {
+  if (artifacts.length <= INDEXED_ARTIFACTS) {
+    for (let index = 0; index < artifacts.length; index++) if ((artifacts[index] as Artifact).artifactId === artifactId) return index
+    return -1
+  }
+  let byId = entry.artifactIndex
+  if (byId === undefined) {
+    byId = entry.artifactIndex = new Map()
+    // The first of an id, as a search from the front finds (a task created with two of one id).
+    for (let index = artifacts.length - 1; index >= 0; index--) byId.set((artifacts[index] as Artifact).artifactId, index)
+  }
+  return byId.get(artifactId) ?? -1
+}
+
 export class MemoryTaskStore implements TaskStore, ImmediateTaskStore {
   readonly isolatesTenants = true
   /** Tenant → task id → entry: a lookup builds no key string (a call makes several). */
   readonly #tenants = new Map<string, Map<string, Entry>>()
   #count = 0
+  /** Every terminal task's entry. */
+  readonly #terminalOrder = new TerminalOrder()
   /**
-   * The terminal tasks' entries in the order they became terminal: the TTL sweep and the
-   * eviction read from the front, skipping an entry whose task is gone. (A Map's first
-   * key, read instead, steps over every entry deleted since V8 last compacted it.)
+   * Each tenant's terminal entries, for its own cap; kept only when that cap is below
+   * `maxTasks` (otherwise the store's cap is always reached first).
    */
-  #terminalOrder: Entry[] = []
-  #terminalHead = 0
+  readonly #tenantTerminalOrders: Map<string, TerminalOrder> | undefined
   readonly #ttl: number
   readonly #maxTasks: number
+  readonly #maxTasksPerTenant: number
   readonly #now: () => number
   readonly #pushConfigs: MemoryPushConfigStore | undefined
   /** The last status timestamp parsed, and its ms: a turn's timestamps mostly repeat it. */
@@ -87,6 +155,11 @@ export class MemoryTaskStore implements TaskStore, ImmediateTaskStore {
   constructor (options: MemoryTaskStoreOptions = {}) {
     this.#ttl = options.ttl ?? 3_600_000
     this.#maxTasks = options.maxTasks ?? 10_000
+    this.#maxTasksPerTenant = options.maxTasksPerTenant ?? this.#maxTasks
+    if (!Number.isSafeInteger(this.#maxTasksPerTenant) || this.#maxTasksPerTenant < 1) {
+      throw new InvalidOptionError('maxTasksPerTenant', 'must be an integer >= 1')
+    }
+    this.#tenantTerminalOrders = this.#maxTasksPerTenant < this.#maxTasks ? new Map() : undefined
     this.#now = options.now ?? Date.now
     this.#pushConfigs = options.pushConfigStore
   }
@@ -118,31 +191,32 @@ export class MemoryTaskStore implements TaskStore, ImmediateTaskStore {
 
   createNow (task: Task, scope: Scope): number {
     this.#sweep()
-    if (this.#count >= this.#maxTasks) {
-      const oldest = this.#oldestTerminal()
-      if (oldest === undefined) throw new UnavailableError('the task store is full')
-      this.#evict(oldest)
+    const tenantOrders = this.#tenantTerminalOrders
+    if (tenantOrders !== undefined && (this.#tenants.get(scope.tenant)?.size ?? 0) >= this.#maxTasksPerTenant) {
+      this.#makeRoom(tenantOrders.get(scope.tenant))
     }
+    if (this.#count >= this.#maxTasks) this.#makeRoom(this.#terminalOrder)
     let tasks = this.#tenants.get(scope.tenant)
     if (tasks === undefined) this.#tenants.set(scope.tenant, tasks = new Map())
     const updatedAt = this.#timeOf(task.status.timestamp)
     let entry = tasks.get(task.id)
     if (entry === undefined) {
       this.#count++
-      entry = { task, tenant: scope.tenant, updatedAt, version: 1, terminalSince: Number.NaN, held: true }
+      entry = { task, tenant: scope.tenant, updatedAt, version: 1, terminalSince: Number.NaN, held: true, artifactIndex: undefined }
       tasks.set(task.id, entry)
     } else if (!Number.isNaN(entry.terminalSince) && !isTerminal(task.status.state)) {
       // A terminal task created again running leaves the terminal order (neither expired nor
       // evicted as finished): a fresh entry, and the old one let go there, as an evicted one is.
       entry.held = false
       entry.task = EVICTED
-      entry = { task, tenant: scope.tenant, updatedAt, version: 1, terminalSince: Number.NaN, held: true }
+      entry = { task, tenant: scope.tenant, updatedAt, version: 1, terminalSince: Number.NaN, held: true, artifactIndex: undefined }
       tasks.set(task.id, entry)
     } else {
       // A task created again under its id keeps its entry, and so its place in the terminal order.
       entry.task = task
       entry.updatedAt = updatedAt
       entry.version = 1
+      entry.artifactIndex = undefined
     }
     if (isTerminal(task.status.state)) this.#markTerminal(entry)
     return entry.version
@@ -173,21 +247,23 @@ export class MemoryTaskStore implements TaskStore, ImmediateTaskStore {
         (task.history ??= []).push(change.message)
         break
       case 'artifact': {
+        const { artifact } = change
         const artifacts = task.artifacts
-        const existing = change.append ? artifacts?.find(a => a.artifactId === change.artifact.artifactId) : undefined
-        if (existing === undefined) {
-          const copy = { ...change.artifact, parts: change.artifact.parts.slice() }
-          // A task's first artifact makes an array of one: a push onto [] makes room for seventeen.
-          if (artifacts === undefined) {
-            task.artifacts = [copy]
-            break
-          }
-          const index = artifacts.findIndex(a => a.artifactId === change.artifact.artifactId)
-          if (index === -1) artifacts.push(copy)
-          else artifacts[index] = copy
+        // A task's first artifact makes an array of one: a push onto [] makes room for seventeen.
+        if (artifacts === undefined) {
+          task.artifacts = [storedArtifact(artifact)]
+          break
+        }
+        const index = indexOfArtifact(entry, artifacts, artifact.artifactId)
+        if (index === -1) {
+          entry.artifactIndex?.set(artifact.artifactId, artifacts.length)
+          artifacts.push(storedArtifact(artifact))
+        } else if (change.append) {
+          const existing = artifacts[index] as Artifact
+          for (const part of artifact.parts) existing.parts.push(part)
+          if (artifact.metadata !== undefined) existing.metadata = { ...existing.metadata, ...artifact.metadata }
         } else {
-          for (const part of change.artifact.parts) existing.parts.push(part)
-          if (change.artifact.metadata !== undefined) existing.metadata = { ...existing.metadata, ...change.artifact.metadata }
+          artifacts[index] = storedArtifact(artifact)
         }
         break
       }
@@ -248,27 +324,24 @@ export class MemoryTaskStore implements TaskStore, ImmediateTaskStore {
     return this.#now() - entry.terminalSince >= this.#ttl
   }
 
-  /** A task marked again keeps its place in the order, with the new time. */
+  /** A task marked again keeps its place in the orders, with the new time. */
   #markTerminal (entry: Entry): void {
     const first = Number.isNaN(entry.terminalSince)
     entry.terminalSince = this.#now()
-    if (first) this.#terminalOrder.push(entry)
+    if (!first) return
+    this.#terminalOrder.push(entry)
+    const tenantOrders = this.#tenantTerminalOrders
+    if (tenantOrders === undefined) return
+    let order = tenantOrders.get(entry.tenant)
+    if (order === undefined) tenantOrders.set(entry.tenant, order = new TerminalOrder())
+    order.push(entry)
   }
 
-  /** The entry of the task that became terminal first. */
-  #oldestTerminal (): Entry | undefined {
-    const order = this.#terminalOrder
-    while (this.#terminalHead < order.length) {
-      const entry = order[this.#terminalHead] as Entry
-      if (entry.held) return entry
-      this.#terminalHead++
-      if (this.#terminalHead > 1024 && this.#terminalHead * 2 > order.length) {
-        this.#terminalOrder = order.slice(this.#terminalHead)
-        this.#terminalHead = 0
-        return this.#oldestTerminal()
-      }
-    }
-    return undefined
+  /** Evicts the oldest terminal task of `order`; with none, the store is full. */
+  #makeRoom (order: TerminalOrder | undefined): void {
+    const oldest = order?.oldest()
+    if (oldest === undefined) throw new UnavailableError('the task store is full')
+    this.#evict(oldest)
   }
 
   /** `entry` is one the store holds: the map's, or a held one from the terminal order. */
@@ -279,11 +352,14 @@ export class MemoryTaskStore implements TaskStore, ImmediateTaskStore {
     entry.held = false
     entry.task = EVICTED
     this.#count--
-    if (tasks.size === 0) this.#tenants.delete(entry.tenant)
+    if (tasks.size === 0) {
+      this.#tenants.delete(entry.tenant)
+      this.#tenantTerminalOrders?.delete(entry.tenant)
+    }
   }
 
   #sweep (): void {
-    for (let entry = this.#oldestTerminal(); entry !== undefined && this.#expired(entry); entry = this.#oldestTerminal()) {
+    for (let entry = this.#terminalOrder.oldest(); entry !== undefined && this.#expired(entry); entry = this.#terminalOrder.oldest()) {
       this.#evict(entry)
     }
   }

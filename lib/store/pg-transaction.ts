@@ -6,6 +6,9 @@ import { optionalRequire } from '../optional-require.js'
 /** The `pg` module, loaded on first use (an optional peer dependency); `user` names what needs it. */
 export const loadPg = (user: string): typeof pg => optionalRequire<typeof pg>('pg', user)
 
+/** The `connectionTimeout` of the stores and the bus, in ms: how long they wait for a connection of their own pool. */
+export const DEFAULT_CONNECTION_TIMEOUT = 10_000
+
 /**
  * Does the table exist? Asked before any CREATE … IF NOT EXISTS: PostgreSQL checks the
  * privilege to create before it checks existence, so a role with data privileges only could

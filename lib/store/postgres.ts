@@ -11,7 +11,7 @@ import { TaskTerminalError } from '../errors/index.js'
 import { isTerminal } from '../handler/states.js'
 import { PostgresClusterStore } from '../cluster/postgres.js'
 import { decodeCursor, encodeCursor } from './memory.js'
-import { loadPg, tableExists, transaction } from './pg-transaction.js'
+import { DEFAULT_CONNECTION_TIMEOUT, loadPg, tableExists, transaction } from './pg-transaction.js'
 import { expiry, joinArtifact, joinTask, NOT_TERMINAL, splitArtifact, statusTime, UNFINISHED_STATES, type ArtifactFields, type Chunk } from './rows.js'
 import type {
   ListTasksPage, ListTasksQuery, PushConfigPage, PushConfigStore, Scope, StoredPushConfig, TaskChange, TaskStore, TaskView, UnfinishedTask, VersionedTask
@@ -169,8 +169,6 @@ export async function migratePostgres (pool: pg.Pool, schema = 'public'): Promis
     }
   })
 }
-
-const DEFAULT_CONNECTION_TIMEOUT = 10_000
 
 /** Connects, migrates, and returns both stores over one pool. */
 export async function openPostgresStores (options: PostgresStoreOptions): Promise<PostgresStores> {

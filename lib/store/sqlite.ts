@@ -85,6 +85,10 @@ const MIGRATIONS = [`
 `, `
   -- A task's version (TaskStore): 1 when created, one more per change.
   ALTER TABLE a2a_tasks ADD COLUMN version INTEGER NOT NULL DEFAULT 1;
+`, `
+  -- A new artifact's position, the task's last one plus one, is then one step down this
+  -- index, not a pass over every artifact of the task; a task's artifacts are read in its order.
+  CREATE INDEX a2a_artifacts_order ON a2a_artifacts (tenant, task_id, position);
 `]
 
 /** Brings the database's schema up to date. Safe to run on every start. */
@@ -161,7 +165,8 @@ export class SqliteTaskStore implements TaskStore {
       setStatus: db.prepare('UPDATE a2a_tasks SET state = ?, status = ?, status_ts = ?, expires_at = ? WHERE tenant = ? AND id = ?'),
       addMessage: db.prepare(`INSERT INTO a2a_messages (tenant, task_id, message)
         SELECT tenant, id, ? FROM a2a_tasks WHERE tenant = ? AND id = ?`),
-      // A new artifact goes last; an existing one keeps its place (and, for an append, its fields).
+      // A new artifact goes last (the last position read on a2a_artifacts_order); an existing one
+      // keeps its place (and, for an append, its fields).
       upsertArtifact: db.prepare(`INSERT INTO a2a_artifacts (tenant, task_id, artifact_id, position, fields)
         SELECT tenant, id, ?, (SELECT COALESCE(MAX(position), 0) + 1 FROM a2a_artifacts WHERE tenant = ? AND task_id = ?), ?
         FROM a2a_tasks WHERE tenant = ? AND id = ?

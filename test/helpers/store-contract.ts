@@ -199,6 +199,31 @@ export function storeContract (t: Test, factory: StoreFactory): void {
     ], 'the replaced artifact keeps its place and loses its old parts, name and metadata')
   })
 
+  t.test('many artifacts: each found by its id, old or new; replace and append keep the order they were made in', async t => {
+    const { taskStore } = await fresh(t)
+    const made = (): Artifact[] => Array.from({ length: 40 }, (_, i) => ({ artifactId: `a${i}`, parts: [{ text: `a${i}.0` }] }))
+    await taskStore.create({ ...newTask('many', 'TASK_STATE_WORKING', 1), artifacts: made().slice(0, 20) }, A)
+    const write = (artifact: Artifact, append: boolean) => taskStore.update('many', { kind: 'artifact', artifact, append }, A)
+    // The others new through updates, by an append or a replace of an id the task lacks.
+    for (const [i, artifact] of made().slice(20).entries()) await write(artifact, i % 2 === 0)
+    await write({ artifactId: 'a0', parts: [{ text: 'a0.1' }] }, true)
+    await write({ artifactId: 'a25', parts: [{ text: 'a25.1' }] }, true)
+    await write({ artifactId: 'a3', parts: [{ text: 'a3 replaced' }] }, false)
+    await write({ artifactId: 'a30', name: 'replaced', parts: [{ text: 'a30 replaced' }] }, false)
+    await write({ artifactId: 'late', parts: [{ text: 'late.0' }] }, true)
+    await write({ artifactId: 'a39', parts: [{ text: 'a39.1' }] }, true)
+    await write({ artifactId: 'late', parts: [{ text: 'late.1' }] }, true)
+    await write({ artifactId: 'a3', parts: [{ text: 'a3.1' }] }, true)
+    const expected = made()
+    expected[0]?.parts.push({ text: 'a0.1' })
+    expected[25]?.parts.push({ text: 'a25.1' })
+    expected[3] = { artifactId: 'a3', parts: [{ text: 'a3 replaced' }, { text: 'a3.1' }] }
+    expected[30] = { artifactId: 'a30', name: 'replaced', parts: [{ text: 'a30 replaced' }] }
+    expected[39]?.parts.push({ text: 'a39.1' })
+    expected.push({ artifactId: 'late', parts: [{ text: 'late.0' }, { text: 'late.1' }] })
+    t.same((await taskStore.get('many', A))?.artifacts, expected)
+  })
+
   t.test('a long stream of appended chunks is assembled in order', async t => {
     const { taskStore } = await fresh(t)
     await taskStore.create(newTask('t', 'TASK_STATE_WORKING', 1), A)
