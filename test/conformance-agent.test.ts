@@ -1,7 +1,7 @@
 // The conformance agent as `npm start` runs it (shared/sut-agent.md): one "listening"
 // line, the card it serves, the params command, and a clean exit on SIGTERM / SIGINT.
 import t from 'tap'
-import { startAgentProcess } from './helpers/agent-process.js'
+import { AgentExitedError, startAgentProcess } from './helpers/agent-process.js'
 import { call, result, userMessage } from './helpers/server.js'
 
 // Each test starts the agent as a child process and waits for its graceful exit: on a busy
@@ -45,8 +45,12 @@ t.test('run by `npm start`\'s shell, SIGTERM and SIGINT reach the agent, which d
   }
 })
 
-t.test('an unsupported A2A_STORE fails at start', async t => {
-  await t.rejects(startAgentProcess({ A2A_STORE: 'mongodb://nowhere' }), /exited/)
+t.test('an unsupported A2A_STORE fails at start: exit code 1, the reason on stderr', async t => {
+  const failure = await startAgentProcess({ A2A_STORE: 'mongodb://nowhere' }).then(() => undefined, (error: unknown) => error)
+  t.type(failure, AgentExitedError)
+  const { code, signal, stdout, stderr } = failure as AgentExitedError
+  t.same({ code, signal, stdout }, { code: 1, signal: null, stdout: '' })
+  t.equal(stderr.split('\n').find(line => line.startsWith('Error: ')), 'Error: A2A_STORE=mongodb://nowhere: expected memory, sqlite:<path> or a postgres:// URL', 'the reason, on stderr')
 })
 
 t.test('the WebSocket knobs: allowed origins, required origin, connection cap', async t => {

@@ -4,7 +4,8 @@
 import t from 'tap'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { DeadlineQueue } from '../lib/handler/deadlines.js'
-import { liveTimeouts } from './helpers/timers.js'
+import { eventually } from './helpers/server.js'
+import { liveTimeouts, timeoutsMadeIn } from './helpers/timers.js'
 
 t.test('items still held at their time expire, in the order they were added; deleted ones never do', async t => {
   const expired: string[] = []
@@ -40,19 +41,21 @@ t.test('deleting the first, a middle and the last place keeps the others in orde
 })
 
 t.test('an item added after the first was deleted expires at its own time, not at the first one\'s', async t => {
+  const timers = timeoutsMadeIn(t, 'lib/handler/deadlines.ts')
+  /** Each item expired, with how many of the queue's timers had run out by then. */
   const expired: Array<[string, number]> = []
-  const start = performance.now()
-  const queue = new DeadlineQueue<string>(200, item => expired.push([item, performance.now() - start]))
+  const queue = new DeadlineQueue<string>(200, item => expired.push([item, timers.filter(timer => timer.fired).length]))
   const first = queue.add('first')
   await sleep(100)
   queue.delete(first)
-  queue.add('second')
-  await sleep(140)
-  t.same(expired, [], 'the timer armed for the first fired, found nothing due and armed again')
-  await sleep(160)
-  t.equal(expired.length, 1)
-  t.equal(expired[0]?.[0], 'second')
-  t.ok((expired[0]?.[1] ?? 0) >= 295, `expired ${expired[0]?.[1]} ms after the start: 100 + 200, less the timer's slack`)
+  const second = queue.add('second')
+  await eventually(() => expired.length === 1, 1000)
+  t.same(expired, [['second', 2]], 'expired when the second timer ran out: the one armed for the first ran out, found nothing due and armed again')
+  t.equal(timers.length, 2)
+  t.equal(timers[0]?.delay, 200, 'the first timer was armed for the first item')
+  // Armed for what was left of the second item's time: its due less the first timer's run (about 100 ms).
+  t.ok((timers[1]?.delay ?? 0) > 0 && (timers[1]?.delay ?? Infinity) < 200, `the second for the rest of the second item's time, not a whole timeout (${timers[1]?.delay} ms)`)
+  t.equal(second.held, false)
 })
 
 t.test('items added while expiring ones are handed out wait for their own time', async t => {

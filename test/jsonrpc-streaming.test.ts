@@ -14,11 +14,11 @@ const url = server.endpoint
 const bus = server.fastify.a2a.bus
 
 t.test('stream 3: task, working, three chunks, completed, each a full JSON-RPC response', async t => {
-  const { status, contentType, events } = await stream(url, 'SendStreamingMessage', { message: userMessage('stream 3') })
+  const { status, contentType, events } = await stream(url, 'SendStreamingMessage', { message: userMessage('stream 3') }, V1, 'st-1')
   t.equal(status, 200)
   t.match(contentType, /^text\/event-stream/)
-  const id = events[0]?.data.id
-  t.ok(events.every(e => e.event === undefined && e.data.jsonrpc === '2.0' && e.data.id === id), 'every event carries the request id')
+  t.same(events.map(e => e.data.id), Array(6).fill('st-1'), 'every event carries the id sent')
+  t.ok(events.every(e => e.event === undefined && e.data.jsonrpc === '2.0'), 'each a plain event holding a JSON-RPC 2.0 response')
   const results = events.map(e => e.data.result)
   const task = results[0].task
   t.equal(task.status.state, 'TASK_STATE_SUBMITTED')

@@ -146,6 +146,19 @@ t.test('a streaming method sent as a notification is not run', async t => {
   t.equal((await result(url, 'ListTasks', { contextId })).tasks.length, 0)
 })
 
+t.test('SubscribeToTask sent as a notification is not run: 204, no subscription taken', async t => {
+  const methods: string[] = []
+  const watched = await startServer({ interceptors: [{ before (context) { methods.push(context.method) } }] })
+  t.teardown(() => watched.close())
+  const { task } = await result(watched.endpoint, 'SendMessage', { message: userMessage('hold'), configuration: { returnImmediately: true } })
+  const reply = await post(watched.endpoint, { jsonrpc: '2.0', method: 'SubscribeToTask', params: { id: task.id } })
+  t.same({ status: reply.status, text: reply.text }, { status: 204, text: '' })
+  t.equal(watched.fastify.a2a.bus.listenerCount(), 0, 'no subscription taken')
+  t.equal(watched.fastify.a2a.handler.openStreams, 0, 'no stream open')
+  t.equal((await result(watched.endpoint, 'CancelTask', { id: task.id })).status.state, 'TASK_STATE_CANCELED')
+  t.same(methods, ['SendMessage', 'CancelTask'], 'the notification never reached the call chain')
+})
+
 t.test('the body limit is a JSON-RPC error, not an HTML page', async t => {
   const small = await startServer({ bodyLimit: 1024 })
   t.teardown(() => small.close())

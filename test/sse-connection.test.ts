@@ -46,12 +46,12 @@ async function heldTask (server: TestServer): Promise<string> {
 const rpc = (method: string, params: unknown) => ({ jsonrpc: '2.0', id: 1, method, params })
 
 for (const binding of ['JSON-RPC', 'HTTP+JSON'] as const) {
-  const sendStreaming = (text: string) => binding === 'JSON-RPC'
-    ? ['POST', '/', rpc('SendStreamingMessage', { message: userMessage(text) })] as const
-    : ['POST', '/message:stream', { message: userMessage(text) }] as const
-  const subscribe = (id: string) => binding === 'JSON-RPC'
-    ? ['POST', '/', rpc('SubscribeToTask', { id })] as const
-    : ['GET', `/tasks/${id}:subscribe`, undefined] as const
+  const sendStreaming = (text: string): [method: string, path: string, body: unknown] => binding === 'JSON-RPC'
+    ? ['POST', '/', rpc('SendStreamingMessage', { message: userMessage(text) })]
+    : ['POST', '/message:stream', { message: userMessage(text) }]
+  const subscribe = (id: string): [method: string, path: string, body: unknown] => binding === 'JSON-RPC'
+    ? ['POST', '/', rpc('SubscribeToTask', { id })]
+    : ['GET', `/tasks/${id}:subscribe`, undefined]
 
   t.test(`${binding}: a client that leaves before the stream's first event releases its subscription; the task goes on`, async t => {
     const started = gate()

@@ -6,7 +6,8 @@ import { openPostgresStores } from '../lib/index.js'
 import { toA2AError } from '../lib/errors/index.js'
 import { dropSchemas, postgresProxy, requirePostgres, uniqueSchema } from './helpers/postgres.js'
 import { rest } from './helpers/rest.js'
-import { call, result, startServer, userMessage } from './helpers/server.js'
+import { call, eventually, result, startServer, userMessage } from './helpers/server.js'
+import { timeoutsMadeIn } from './helpers/timers.js'
 
 t.test('the codes of a service out of reach are Unavailable with a RetryInfo; any other error stays internal', async t => {
   for (const cause of [
@@ -66,15 +67,21 @@ if (url !== undefined) {
   })
 
   t.test('PostgreSQL that stops answering: a call waits connectionTimeout for a connection, then is Unavailable', async t => {
+    // pg's timers: an idle connection's idle timeout, and the connectionTimeout of a connect.
+    const pgTimers = timeoutsMadeIn(t, '/node_modules/pg')
     let hanging = false
     const { proxy, server, task } = await serverBehindProxy(t, () => hanging ? 'hang' : 'forward', { connectionTimeout: 300 })
     hanging = true
     proxy.cut()
-    const started = Date.now()
+    // Once the pool has let its cut connections go, the call needs a new one (else it may fail at once on a dead one).
+    await eventually(() => pgTimers.every(timer => timer.ended))
+    const made = pgTimers.length
     const { error } = await call(server.endpoint, 'GetTask', { id: task.id })
     t.equal(error.code, -32603)
     t.match(error.message, /unavailable/i)
-    t.ok(Date.now() - started >= 300, 'not before the timeout')
+    const connectTimers = pgTimers.slice(made)
+    t.ok(connectTimers.length > 0 && connectTimers.every(timer => timer.delay === 300), 'the call waited for a connection with connectionTimeout (pg-pool\'s and its client\'s timers)')
+    t.ok(connectTimers.some(timer => timer.fired), 'and was answered once that wait ran out')
   })
 
   t.test('connectionTimeout is checked', async t => {

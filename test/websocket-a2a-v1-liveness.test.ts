@@ -42,6 +42,11 @@ t.test('idle: a request in progress keeps the connection; the timeout counts fro
   const other = await connectV1(v1Url(server.origin))
   await other.request('c', 'CancelTask', { id: task.id })
   other.close()
+  let ended
+  do ended = await client.nextFor('h'); while (ended.streamEnd !== true && ended.error === undefined)
+  t.equal(ended.streamEnd, true, 'the held stream ended with the cancel')
+  // Counted from the stream's end, not from the request that opened it: the connection still serves.
+  t.equal((await client.request('g', 'GetTask', { id: task.id })).result?.status.state, 'TASK_STATE_CANCELED', 'a request after the stream ended is served')
   t.same(await client.closed, { code: 1001, reason: 'idle timeout' }, 'closed once nothing is in progress')
 })
 

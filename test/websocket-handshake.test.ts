@@ -71,10 +71,36 @@ t.test('a missing A2A-Version → 400 FAILED_PRECONDITION with VERSION_NOT_SUPPO
   })
   const unsupported = await refusedUpgrade(wsUrl(server.origin, '/', '?A2A-Version=0.3'))
   t.equal(unsupported.body.error.details[0].metadata.requestedVersion, '0.3')
-  const headerWins = await refusedUpgrade(wsUrl(server.origin, '/', '?A2A-Version=1.0'), { headers: { 'A2A-Version': '2.0' } })
-  t.equal(headerWins.status, 400, 'the header wins over the query parameter')
   const byHeader = await connect(wsUrl(server.origin, '/', ''), { headers: { 'A2A-Version': '1.0' } })
   byHeader.close()
+})
+
+t.test('the A2A-Version header wins over the query parameter, both ways', async t => {
+  const server = await startServer()
+  t.teardown(() => server.close())
+  const refused = await refusedUpgrade(wsUrl(server.origin, '/', '?A2A-Version=1.0'), { headers: { 'A2A-Version': '2.0' } })
+  t.same({ status: refused.status, body: refused.body }, {
+    status: 400,
+    body: {
+      error: {
+        code: 400,
+        status: 'FAILED_PRECONDITION',
+        message: 'A2A version 2.0 is not supported; supported versions: 1.0',
+        details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'VERSION_NOT_SUPPORTED', domain: 'a2a-protocol.org', metadata: { requestedVersion: '2.0', supportedVersions: '1.0' } }]
+      }
+    }
+  }, 'header 2.0 over query 1.0: refused for 2.0')
+  const served = await connect(wsUrl(server.origin, '/', '?A2A-Version=0.3'), { headers: { 'A2A-Version': '1.0' } })
+  t.equal((await served.request('GetTask', { id: 'x' })).error.code, -32001, 'header 1.0 over query 0.3: opens and serves')
+  served.close()
+})
+
+t.test('by default an upgrade from any Origin is accepted', async t => {
+  const server = await startServer()
+  t.teardown(() => server.close())
+  const foreign = await connect(wsUrl(server.origin), { headers: { Origin: 'https://elsewhere.example' } })
+  t.equal((await foreign.request('GetTask', { id: 'x' })).error.code, -32001, 'the connection serves')
+  foreign.close()
 })
 
 t.test('allowMissingVersion accepts an upgrade without a version as 1.0', async t => {

@@ -6,7 +6,8 @@ import { conformanceAgent, conformanceCard } from '../examples/agent.js'
 import { PermissionDeniedError } from '../lib/index.js'
 import { normalizeOptions, type WebSocketOptions } from '../lib/options.js'
 import { startServer, userMessage } from './helpers/server.js'
-import { clientFrame, connect, frameReader, openOrRefused, pingedThenClosedIdle, rawUpgrade, refusedUpgrade, wsUrl, type WsClient } from './helpers/ws.js'
+import { timeoutsMadeIn } from './helpers/timers.js'
+import { clientFrame, connect, frameReader, openOrRefused, pingedThenClosedIdle, rawUpgrade, refusedUpgrade, watchFrames, wsUrl, type WsClient } from './helpers/ws.js'
 
 t.test('a message over the cap ends the connection with 1009; a new connection works', async t => {
   const server = await startServer()
@@ -17,6 +18,27 @@ t.test('a message over the cap ends the connection with 1009; a new connection w
   const again = await connect(wsUrl(server.origin))
   t.equal((await again.request('GetTask', { id: 'x' })).error.code, -32001)
   again.close()
+})
+
+t.test('a message of exactly 4 MiB is served; one byte more ends the connection with 1009', async t => {
+  const server = await startServer()
+  t.teardown(() => server.close())
+  const cap = 4 * 1024 * 1024
+  const frameOf = (id: string, bytes: number) => {
+    const empty = JSON.stringify({ jsonrpc: '2.0', id, method: 'GetTask', params: { id: 'x', padding: '' } })
+    return JSON.stringify({ jsonrpc: '2.0', id, method: 'GetTask', params: { id: 'x', padding: 'x'.repeat(bytes - empty.length) } })
+  }
+  const client = await connect(wsUrl(server.origin))
+  const exact = frameOf('exact', cap)
+  t.equal(Buffer.byteLength(exact), cap)
+  client.send(exact)
+  t.same(await client.next(), {
+    jsonrpc: '2.0',
+    id: 'exact',
+    error: { code: -32001, message: 'Task not found: x', data: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'TASK_NOT_FOUND', domain: 'a2a-protocol.org', metadata: { taskId: 'x' } }] }
+  }, 'the 4,194,304-byte frame is answered')
+  client.send(frameOf('over', cap + 1))
+  t.equal((await client.closed).code, 1009)
 })
 
 t.test('the cap is an option; a message just under it is served', async t => {
@@ -32,12 +54,16 @@ t.test('the cap is an option; a message just under it is served', async t => {
 t.test('a peer that opens TCP and never completes the upgrade is disconnected', async t => {
   const server = await startServer({ websocket: { handshakeTimeout: 200 } })
   t.teardown(() => server.close())
+  // The handshake timeouts: one per TCP connection, cleared once its request or upgrade arrives.
+  const handshakeTimers = timeoutsMadeIn(t, 'lib/dispatcher/websocket.ts')
   const { port } = new URL(server.origin)
-  const started = Date.now()
   const socket = netConnect(Number(port), '127.0.0.1')
+  let answered = 0
+  socket.on('data', chunk => { answered += chunk.length })
   socket.write('GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n')
   await new Promise(resolve => socket.on('close', resolve))
-  t.ok(Date.now() - started >= 150, 'not before the timeout')
+  t.same({ answered, handshakeTimers }, { answered: 0, handshakeTimers: [{ delay: 200, fired: true, ended: true }] },
+    'dropped without a byte by its handshake timeout, which ran out')
   const ok = await connect(wsUrl(server.origin))
   t.equal((await ok.request('GetTask', { id: 'x' })).error.code, -32001, 'a prompt upgrade is unaffected')
   ok.close()
@@ -168,13 +194,16 @@ t.test('fastify.close(): no new upgrades, calls in flight finish, then every con
 t.test('the grace period bounds a call that does not finish', async t => {
   const server = await startServer({ websocket: { closeGrace: 100 } })
   const client = await connect(wsUrl(server.origin))
-  client.send({ jsonrpc: '2.0', id: 'held', method: 'SendStreamingMessage', params: { message: userMessage('hold') } })
-  await client.next()
-  const started = Date.now()
+  const started = watchFrames(client, 'held')
+  const held = client.stream('SendStreamingMessage', { message: userMessage('hold') }, 'held')
+  await started.reached(2)
   const closing = server.close()
-  t.equal((await client.closed).code, 1001)
-  t.ok(Date.now() - started < 1500, 'closed at the grace period, not when the task ends')
+  t.same(await client.closed, { code: 1001, reason: 'server shutting down' })
   await closing
+  t.same(server.fastify.a2a.lastShutdownReport, { drained: 0, cancelled: 1, abandoned: 0, streamsEnded: 0, webSocketsClosed: 1 },
+    'the held task did not end by itself: it was cancelled at the grace period, then the connection closed')
+  t.same((await held).map(frame => frame.error?.code ?? frame.result.statusUpdate?.status.state ?? Object.keys(frame.result)[0]), ['task', 'TASK_STATE_WORKING', 'TASK_STATE_CANCELED', 'status'],
+    'its stream ended with the cancel, before the close')
 })
 
 t.test('frames that arrive in one TCP write with the upgrade are all served', async t => {

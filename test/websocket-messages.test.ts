@@ -87,6 +87,21 @@ t.test('a streaming method sent as a notification is not run', async t => {
   t.equal((await client.request('ListTasks', { contextId })).result.tasks.length, 0)
 })
 
+t.test('SubscribeToTask sent as a notification is not run: no frame, no subscription taken', async t => {
+  const methods: string[] = []
+  const watched = await startServer({ interceptors: [{ before (context) { methods.push(context.method) } }] })
+  t.teardown(() => watched.close())
+  const watcher = await connect(wsUrl(watched.origin))
+  t.teardown(() => watcher.close())
+  const { task } = (await watcher.request('SendMessage', { message: userMessage('hold'), configuration: { returnImmediately: true } })).result
+  watcher.send({ jsonrpc: '2.0', method: 'SubscribeToTask', params: { id: task.id } })
+  t.equal((await watcher.request('GetTask', { id: task.id })).result.status.state, 'TASK_STATE_WORKING', 'the next request is answered')
+  t.equal(watched.fastify.a2a.bus.listenerCount(), 0, 'no subscription taken')
+  t.equal((await watcher.request('CancelTask', { id: task.id })).result.status.state, 'TASK_STATE_CANCELED')
+  t.same(await watcher.quiet(100), [], 'no frame for the notification, not even when the task ends')
+  t.same(methods, ['SendMessage', 'GetTask', 'CancelTask'], 'the notification never reached the call chain')
+})
+
 t.test('ids keep their JSON type; a null id is answered with null', async t => {
   for (const id of ['s', 3, 0, 2.5, '']) {
     t.same((await client.request('GetTask', { id: 'x' }, id)).id, id)

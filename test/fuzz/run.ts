@@ -33,9 +33,12 @@ const [taskId] = await seedTasks(origin) as [string]
 const perBinding = Math.ceil(total / bindings.length)
 const started = Date.now()
 const counts: Record<string, number> = {}
+/** Per binding, how its cases were answered (Fuzzer.outcomes): streams fuzzed, refusals... */
+const outcomes: Record<string, Record<string, number>> = {}
 
 async function fuzz<Case> (name: string, fuzzer: Fuzzer<Case>, cases: fc.Arbitrary<Case>): Promise<void> {
   counts[name] = 0
+  outcomes[name] = fuzzer.outcomes
   try {
     await fc.assert(fc.asyncProperty(cases, async (input) => {
       await fuzzer.run(input)
@@ -70,7 +73,7 @@ const [code] = await exited
 const cases = Object.values(counts).reduce((sum, count) => sum + count, 0)
 const seconds = ((Date.now() - started) / 1000).toFixed(0)
 const clean = failure === undefined && alive && code === 0 && /closed: 0 executions running/.test(output)
-console.log(`fuzz: ${cases} cases ${JSON.stringify(counts)} in ${seconds} s, seed ${seed}: ${clean ? 'passed' : 'FAILED'}`)
+console.log(`fuzz: ${cases} cases ${JSON.stringify(counts)} in ${seconds} s, seed ${seed}: ${clean ? 'passed' : 'FAILED'}\noutcomes: ${JSON.stringify(outcomes)}`)
 if (!clean) {
   console.log(failure ?? `the server ${alive ? `exited ${String(code)} on SIGTERM` : 'died during the run'}: ${output}`)
   process.exitCode = 1

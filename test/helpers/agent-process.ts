@@ -9,7 +9,15 @@ export interface AgentProcess {
   child: ChildProcess
   origin: string
   stdout: () => string
+  stderr: () => string
   exit: Promise<{ code: number | null, signal: NodeJS.Signals | null }>
+}
+
+/** The agent exited before it listened: how, and what it wrote. */
+export class AgentExitedError extends Error {
+  constructor (readonly code: number | null, readonly signal: NodeJS.Signals | null, readonly stdout: string, readonly stderr: string) {
+    super(`the agent exited (${code ?? signal}) before listening: ${stdout}${stderr}`)
+  }
 }
 
 /**
@@ -22,6 +30,7 @@ export async function startAgentProcess (env: Record<string, string> = {}, { sta
     ? spawn('/bin/sh', ['-c', (await packageStartScript()).replace('dist/', AGENT_BUILD)], options)
     : spawn(process.execPath, [`${AGENT_BUILD}examples/conformance-agent.js`], options)
   let stdout = ''
+  let stderr = ''
   const exit = once(child, 'exit').then(([code, signal]) => ({ code: code as number | null, signal: signal as NodeJS.Signals | null }))
   const origin = await new Promise<string>((resolve, reject) => {
     child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
@@ -29,10 +38,10 @@ export async function startAgentProcess (env: Record<string, string> = {}, { sta
       const match = /^listening on (http:\/\/[^\s]+)$/m.exec(stdout)
       if (match !== null) resolve(match[1] as string)
     })
-    child.stderr?.resume()
-    exit.then(({ code }) => reject(new Error(`the agent exited (${code}) before listening: ${stdout}`)), () => {})
+    child.stderr?.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
+    exit.then(({ code, signal }) => reject(new AgentExitedError(code, signal, stdout, stderr)), () => {})
   })
-  return { child, origin, stdout: () => stdout, exit }
+  return { child, origin, stdout: () => stdout, stderr: () => stderr, exit }
 }
 
 async function packageStartScript (): Promise<string> {

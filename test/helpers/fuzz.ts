@@ -100,6 +100,22 @@ const sendParams = (taskIds: readonly string[]) => fc.record({
   tenant: fc.constantFrom('', 't1')
 }, { requiredKeys: ['message'] })
 
+/**
+ * A SendStreamingMessage the server must serve as a stream: a new task (no taskId) and no
+ * push config (push is off). The mutated requests almost never are one, so without these no
+ * stream would be fuzzed past its refusal.
+ */
+const streamedSendParams = fc.record({
+  message: fc.record({
+    messageId: fc.uuid(),
+    role: fc.constant('ROLE_USER'),
+    parts: fc.array(part, { minLength: 1, maxLength: 3 }),
+    metadata: fc.dictionary(shortText, anyJson, { maxKeys: 2 })
+  }, { requiredKeys: ['messageId', 'role', 'parts'] }),
+  configuration: fc.record({ historyLength: fc.integer({ min: 0, max: 5 }), returnImmediately: fc.boolean() }, { requiredKeys: [] }),
+  metadata: fc.dictionary(shortText, anyJson, { maxKeys: 2 })
+}, { requiredKeys: ['message'] })
+
 /** Roughly valid params for each method: mutations then make them wrong in every way. */
 function paramsFor (method: string, taskIds: readonly string[]): fc.Arbitrary<Record<string, unknown>> {
   const id = ids(taskIds)
@@ -241,11 +257,14 @@ export function rpcFrames (taskIds: readonly string[]): fc.Arbitrary<RpcFrame> {
     const cut = at % (bytes.length + 1)
     return { bytes: Buffer.concat([bytes.subarray(0, cut), Buffer.from(bad), bytes.subarray(cut)]), binary: false }
   })
+  const streamed = fc.record({ id: fc.oneof(fc.string({ maxLength: 12 }), fc.integer()), params: streamedSendParams })
+    .map(({ id, params }) => JSON.stringify({ jsonrpc: '2.0', id, method: 'SendStreamingMessage', params }))
   return fc.oneof(
     { weight: 8, arbitrary: text.map(frame => ({ bytes: Buffer.from(frame), binary: false })) },
     { weight: 2, arbitrary: damaged.map(frame => ({ bytes: Buffer.from(frame), binary: false })) },
     { weight: 1, arbitrary: utf8 },
-    { weight: 1, arbitrary: text.map(frame => ({ bytes: Buffer.from(frame), binary: true })) }
+    { weight: 1, arbitrary: text.map(frame => ({ bytes: Buffer.from(frame), binary: true })) },
+    { weight: 1, arbitrary: streamed.map(frame => ({ bytes: Buffer.from(frame), binary: false })) }
   )
 }
 
@@ -397,7 +416,18 @@ const restBody = (taskIds: readonly string[]) => fc.oneof(
 
 /** REST requests: every route (and some that are none), every verb, hostile segments, query strings and bodies. */
 export function restCases (taskIds: readonly string[]): fc.Arbitrary<RestCase> {
-  return fc.record({
+  const streamed = fc.record({
+    tenant: fc.constantFrom('', '/t1'),
+    contentType: fc.constantFrom('application/a2a+json', 'application/json'),
+    body: streamedSendParams
+  }).map(({ tenant, contentType, body }): RestCase => ({
+    method: 'POST',
+    path: `${FUZZ_PREFIX}${tenant}/message:stream`,
+    headers: { 'content-type': contentType, 'a2a-version': '1.0' },
+    body: Buffer.from(JSON.stringify(body)),
+    streams: true
+  }))
+  const fuzzed = fc.record({
     route: fc.constantFrom(...ROUTES),
     segments: fc.array(segment(taskIds), { minLength: 3, maxLength: 3 }),
     tenant: fc.option(segment(taskIds), { nil: undefined, freq: 4 }),
@@ -423,6 +453,7 @@ export function restCases (taskIds: readonly string[]): fc.Arbitrary<RestCase> {
       streams: route.streams
     }
   })
+  return fc.oneof({ weight: 12, arbitrary: fuzzed }, { weight: 1, arbitrary: streamed })
 }
 
 const GRPC_STATUSES = new Set(['INVALID_ARGUMENT', 'NOT_FOUND', 'FAILED_PRECONDITION', 'UNAUTHENTICATED', 'PERMISSION_DENIED', 'RESOURCE_EXHAUSTED', 'UNAVAILABLE', 'INTERNAL'])
@@ -477,7 +508,24 @@ function sseEvents (text: string): Array<{ event?: string, data: any }> {
 export interface Fuzzer<Case> {
   /** Sends the case, checks its answer, then checks that a valid call is still served. Throws on any deviation. */
   run (input: Case): Promise<void>
+  /** How many cases were answered each way (`stream`: a stream that began), to tell what a run exercised. */
+  readonly outcomes: Record<string, number>
   close (): Promise<void>
+}
+
+function count (outcomes: Record<string, number>, kind: string): void {
+  outcomes[kind] = (outcomes[kind] ?? 0) + 1
+}
+
+/** The kind of an answer that is no stream: a result, the error due, or a well-formed request refused. */
+const answerKind = (response: any, expected: RpcExpectation) => 'result' in response ? 'result' : expected.kind === 'error' ? 'error' : 'refused'
+
+const STREAM_RESPONSE_KINDS = new Set(['task', 'message', 'statusUpdate', 'artifactUpdate'])
+
+/** Throws unless `value` is a StreamResponse: an object with exactly one of its four members. */
+function checkStreamResponse (value: any): void {
+  const keys = value !== null && typeof value === 'object' && !Array.isArray(value) ? Object.keys(value) : []
+  if (keys.length !== 1 || !STREAM_RESPONSE_KINDS.has(keys[0] as string)) throw new Error(`not a StreamResponse: ${JSON.stringify(value)?.slice(0, 300)}`)
 }
 
 /** Creates the tasks the generators refer to: one completed. */
@@ -493,12 +541,15 @@ const V1 = { 'content-type': 'application/json', 'a2a-version': '1.0' }
 export function jsonRpcFuzzer (origin: string, taskId: string): Fuzzer<RpcFrame> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
   const post = (bytes: Buffer) => httpRequest(agent, origin, 'POST', `${FUZZ_PREFIX}/`, V1, bytes)
+  const outcomes: Record<string, number> = {}
   return {
+    outcomes,
     async run (frame) {
       const expected = expectRpc(frame, 'http')
       const answer = await post(frame.bytes)
       if (expected.kind === 'none') {
         if (answer.status !== 204 || answer.body.length !== 0) throw new Error(`a notification got ${answer.status} ${answer.body.toString().slice(0, 300)}`)
+        count(outcomes, 'notification')
       } else if (expected.kind === 'error' || expected.kind === 'answer') {
         if (answer.status !== 200) throw new Error(`HTTP ${answer.status} for a JSON-RPC answer: ${answer.body.toString().slice(0, 300)}`)
         if (answer.contentType.startsWith('text/event-stream')) {
@@ -509,10 +560,15 @@ export function jsonRpcFuzzer (origin: string, taskId: string): Fuzzer<RpcFrame>
             const last = index === events.length - 1
             if (event.event !== undefined && (event.event !== 'error' || !last)) throw new Error(`event: ${event.event} at ${index}`)
             checkRpcResponse(event.data, expected, last)
+            if (event.event === undefined) checkStreamResponse(event.data.result)
           })
+          if (events[0]?.event !== undefined) throw new Error('a stream that opens with its error: an error before the first event is a plain response')
+          count(outcomes, 'stream')
         } else {
           if (!answer.contentType.startsWith('application/json')) throw new Error(`content type ${answer.contentType}`)
-          checkRpcResponse(JSON.parse(answer.body.toString()), expected)
+          const response = JSON.parse(answer.body.toString())
+          checkRpcResponse(response, expected)
+          count(outcomes, answerKind(response, expected))
         }
       }
       await live()
@@ -530,7 +586,9 @@ export function jsonRpcFuzzer (origin: string, taskId: string): Fuzzer<RpcFrame>
 
 export function restFuzzer (origin: string, taskId: string): Fuzzer<RestCase> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
+  const outcomes: Record<string, number> = {}
   return {
+    outcomes,
     async run (input) {
       const answer = await httpRequest(agent, origin, input.method, input.path, input.headers, input.body)
       const text = answer.body.toString()
@@ -538,21 +596,25 @@ export function restFuzzer (origin: string, taskId: string): Fuzzer<RestCase> {
         if (answer.contentType.startsWith('text/event-stream')) {
           if (!input.streams) throw new Error('a stream from a unary route')
           const events = sseEvents(text)
+          if (events.length === 0 || events[0]?.event !== undefined) throw new Error('a stream without a first event: an error before it is a plain response')
           events.forEach((event, index) => {
             if (event.event === 'error') {
               if (index !== events.length - 1) throw new Error('an error event before the end')
               if (!REST_ERROR_STATUSES.has(event.data?.error?.code)) throw new Error(`a mid-stream ${event.data?.error?.code}`)
               checkRestError(event.data, event.data.error.code)
-            } else if (event.data === null || typeof event.data !== 'object') throw new Error(`event ${index} is not a StreamResponse`)
+            } else checkStreamResponse(event.data)
           })
+          count(outcomes, 'stream')
         } else {
           const body = JSON.parse(text)
           if (body === null || typeof body !== 'object' || 'error' in body) throw new Error(`200 with ${text.slice(0, 300)}`)
+          count(outcomes, 'result')
         }
       } else {
         if (!REST_ERROR_STATUSES.has(answer.status)) throw new Error(`HTTP ${answer.status}: ${text.slice(0, 300)}`)
         if (!/^application\/(a2a\+)?json/.test(answer.contentType)) throw new Error(`content type ${answer.contentType} for ${answer.status}`)
         checkRestError(JSON.parse(text), answer.status)
+        count(outcomes, `HTTP ${answer.status}`)
       }
       const check = await httpRequest(agent, origin, 'GET', `${FUZZ_PREFIX}/tasks/${taskId}`, { 'a2a-version': '1.0' })
       if (check.status !== 200 || JSON.parse(check.body.toString()).id !== taskId) throw new Error(`the next valid call failed: ${check.status} ${check.body.toString().slice(0, 300)}`)
@@ -568,6 +630,7 @@ export function webSocketFuzzer (origin: string, taskId: string): Fuzzer<RpcFram
   let closed: Promise<number> = Promise.resolve(0)
   const waiting = new Map<string, (frame: any) => void>()
   let strays: any[] = []
+  const outcomes: Record<string, number> = {}
 
   async function open (): Promise<WebSocket> {
     if (socket !== undefined && socket.readyState === WebSocket.OPEN) return socket
@@ -621,6 +684,7 @@ export function webSocketFuzzer (origin: string, taskId: string): Fuzzer<RpcFram
   }
 
   return {
+    outcomes,
     async run (frame) {
       const connection = await open()
       const expected = expectRpc(frame, 'ws')
@@ -630,16 +694,24 @@ export function webSocketFuzzer (origin: string, taskId: string): Fuzzer<RpcFram
         const code = await closed
         if (code !== expected.code) throw new Error(`closed with ${code} instead of ${expected.code}`)
         takeStrays()
+        count(outcomes, 'closed')
         await live(await open())
         return
       }
-      if (reply !== undefined) {
+      if (reply === undefined) count(outcomes, 'notification')
+      else {
         const frames = await reply
+        const stream = expected.kind === 'answer' && expected.stream
         frames.forEach((response, index) => {
           const last = index === frames.length - 1
           if (last && response.result?.status === 'stream_complete') return
           checkRpcResponse(response, expected as RpcExpectation & { id: unknown }, last)
+          if (stream && 'result' in response) checkStreamResponse(response.result)
         })
+        if (stream && 'result' in frames[0]) {
+          if (frames.length < 2) throw new Error('a stream of one frame')
+          count(outcomes, 'stream')
+        } else count(outcomes, answerKind(frames[0], expected))
       }
       await live(connection)
       takeStrays()
@@ -672,6 +744,9 @@ export function fuzzLiveServer<Case> (
     const fuzzer = fuzzerFor(server.origin, taskId)
     await fc.assert(fc.asyncProperty(casesFor([taskId]), input => fuzzer.run(input)), { numRuns: runs, seed: 20260901 })
     await fuzzer.close()
+    // The refusals are most of a run: streams must have been fuzzed past them too.
+    const streams = fuzzer.outcomes.stream ?? 0
+    t.ok(streams >= runs / 24, `${streams} of ${runs} cases were streams that began (at least 1 in 24): ${JSON.stringify(fuzzer.outcomes)}`)
     t.same(unhandled, [], 'no unhandled rejection')
     t.equal(server.fastify.a2a.handler.runningExecutions, 0, 'no execution left running')
   })

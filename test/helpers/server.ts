@@ -85,12 +85,12 @@ export function parseSse (text: string): SseEvent[] {
   return events
 }
 
-/** A streaming JSON-RPC call read to its end. */
-export async function stream (url: string, method: string, params: unknown, headers: Record<string, string> = V1) {
+/** A streaming JSON-RPC call read to its end; `id` defaults to a fresh number. */
+export async function stream (url: string, method: string, params: unknown, headers: Record<string, string> = V1, id: string | number = ++rpcId) {
   const response = await fetch(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },
-    body: JSON.stringify({ jsonrpc: '2.0', id: ++rpcId, method, params })
+    body: JSON.stringify({ jsonrpc: '2.0', id, method, params })
   })
   const text = await response.text()
   const contentType = response.headers.get('content-type') ?? ''

@@ -1,13 +1,12 @@
-// A webhook receiver on 127.0.0.1 (or another loopback address) that records every delivery: path, headers, body.
+// A webhook receiver on 127.0.0.1 (or another loopback address) that records every delivery: method, path, headers, body.
 // `answer` decides each response (default 200); it may hold a request until released.
 import { createServer, type IncomingHttpHeaders } from 'node:http'
 
 export interface Received {
+  method: string
   path: string
   headers: IncomingHttpHeaders
   body: any
-  /** When it arrived (Date.now()). */
-  at: number
 }
 
 export interface Receiver {
@@ -34,7 +33,7 @@ export async function startReceiver (answer: Answer = () => 200, host = '127.0.0
       const path = request.url ?? ''
       const n = (counts.get(path) ?? 0) + 1
       counts.set(path, n)
-      received.push({ path, headers: request.headers, body: JSON.parse(Buffer.concat(chunks).toString()), at: Date.now() })
+      received.push({ method: request.method ?? '', path, headers: request.headers, body: JSON.parse(Buffer.concat(chunks).toString()) })
       Promise.resolve(answer(path, n)).then(reply => {
         if (typeof reply === 'number') response.writeHead(reply).end()
         else response.writeHead(reply.status, reply.headers).end()
