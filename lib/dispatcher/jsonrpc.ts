@@ -64,10 +64,12 @@ export async function jsonRpcDispatcher (fastify: FastifyInstance, options: Http
         return
       }
       // Errors before the first event are plain JSON-RPC responses (sendSse reads it first).
-      await sendSse(reply, result.events, options.sseKeepAlive, {
+      await sendSse(reply, result.events, {
         event: (event) => successOf(replyId, method.serialize(event)),
-        error: (error) => JSON.stringify(failureObject(replyId, error))
-      }, (error) => logInternal(request, error))
+        error: (error) => JSON.stringify(failureObject(replyId, error)),
+        failed: (error) => logInternal(request, error),
+        keepAlive: options.sseKeepAlive
+      })
     } catch (error) {
       if (notification) {
         logInternal(request, toA2AError(error))

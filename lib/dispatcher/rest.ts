@@ -148,10 +148,12 @@ export async function restDispatcher (fastify: FastifyInstance, options: HttpDis
       return
     }
     // Errors before the first event are plain error responses (sendSse reads it first).
-    await sendSse(reply, result.events, options.sseKeepAlive, {
+    await sendSse(reply, result.events, {
       event: (event) => spec.serialize(event),
-      error: (error) => JSON.stringify(toRestError(error))
-    }, (error) => logInternal(request, error))
+      error: (error) => JSON.stringify(toRestError(error)),
+      failed: (error) => logInternal(request, error),
+      keepAlive: options.sseKeepAlive
+    })
   }
 
   for (const route of routes) {

@@ -5,10 +5,15 @@ import type { FastifyReply } from 'fastify'
 import { InvalidAgentResponseError, toA2AError, type A2AError } from '../errors/index.js'
 import type { StreamResponse } from '../schema/wire.js'
 
-export interface SseRender {
+/** How a binding writes its streams. */
+export interface SseWriter {
   event (event: StreamResponse): string
   /** The data of the last `event: error` of a stream that fails mid-way. */
   error (error: A2AError): string
+  /** Called with an error that ends a stream mid-way (to log it). */
+  failed (error: A2AError): void
+  /** ms of silence after which the stream gets a `: keep-alive` comment; 0, never. */
+  keepAlive: number
 }
 
 const openResponses = new WeakMap<object, Set<ServerResponse>>()
@@ -28,13 +33,7 @@ export function sseResponses (server: object): Set<ServerResponse> {
  * is written, so an error before it is thrown to the caller, to be a plain error response. A
  * client that leaves, before the first event or after, releases the subscription at once.
  */
-export async function sendSse (
-  reply: FastifyReply,
-  events: AsyncIterableIterator<StreamResponse>,
-  keepAlive: number,
-  render: SseRender,
-  onError: (error: A2AError) => void
-): Promise<void> {
+export async function sendSse (reply: FastifyReply, events: AsyncIterableIterator<StreamResponse>, writer: SseWriter): Promise<void> {
   const raw = reply.raw
   // The client may have left while the call was being made: its 'close' has fired already.
   if (closed(raw)) return await release(events)
@@ -49,20 +48,14 @@ export async function sendSse (
   }
   if (first === undefined || closed(raw)) return await release(events)
   if (first.done === true) throw new InvalidAgentResponseError('the stream ended before its first event')
-  await writeSse(reply, first.value, events, keepAlive, render, onError)
+  await writeSse(reply, first.value, events, writer)
 }
 
 /** What an SSE client reads past: a comment line (WHATWG HTML, server-sent events). */
 const KEEP_ALIVE = ': keep-alive\n\n'
 
-async function writeSse (
-  reply: FastifyReply,
-  first: StreamResponse,
-  events: AsyncIterableIterator<StreamResponse>,
-  keepAlive: number,
-  render: SseRender,
-  onError: (error: A2AError) => void
-): Promise<void> {
+async function writeSse (reply: FastifyReply, first: StreamResponse, events: AsyncIterableIterator<StreamResponse>, writer: SseWriter): Promise<void> {
+  const { keepAlive } = writer
   const raw = reply.raw
   reply.hijack()
   const headers: Record<string, string | number | string[]> = {}
@@ -91,15 +84,15 @@ async function writeSse (
       wrote = false
     }, keepAlive).unref()
   try {
-    if (!write(raw, `data: ${render.event(first)}\n\n`)) await drained(raw)
+    if (!write(raw, `data: ${writer.event(first)}\n\n`)) await drained(raw)
     for (let next = await events.next(); next.done !== true && !gone; next = await events.next()) {
       wrote = true
-      if (!write(raw, `data: ${render.event(next.value)}\n\n`)) await drained(raw)
+      if (!write(raw, `data: ${writer.event(next.value)}\n\n`)) await drained(raw)
     }
   } catch (thrown) {
     const error = toA2AError(thrown)
-    onError(error)
-    if (!gone) raw.write(`event: error\ndata: ${render.error(error)}\n\n`)
+    writer.failed(error)
+    if (!gone) raw.write(`event: error\ndata: ${writer.error(error)}\n\n`)
   } finally {
     clearInterval(timer)
     raw.off('close', leave)
