@@ -148,8 +148,10 @@ t.test('a timeout gives a unary call or a stream up with CallTimeoutError', asyn
   t.teardown(() => a2a.close())
   await t.rejects(a2a.sendMessage({ message: userMessage('hold') }), { name: 'CallTimeoutError', timeoutMs: 50, retryable: true })
   const events = a2a.sendStreamingMessage({ message: userMessage('hold') }, { timeout: 80 })
-  t.ok((await events.next()).value?.task)
-  t.ok((await events.next()).value?.statusUpdate)
+  const { task } = (await events.next()).value ?? {}
+  t.equal(task?.status.state, 'TASK_STATE_SUBMITTED')
+  const { statusUpdate } = (await events.next()).value ?? {}
+  t.same([statusUpdate?.taskId, statusUpdate?.status.state], [task?.id, 'TASK_STATE_WORKING'])
   await t.rejects(events.next(), CallTimeoutError)
   t.equal((await a2a.sendMessage({ message: userMessage('quick') }, { timeout: 5000 })).task?.status.state, 'TASK_STATE_COMPLETED')
 })
@@ -229,8 +231,8 @@ t.test('next() called again before the first settled: each call gets its own eve
   t.teardown(() => a2a.close())
   const events = a2a.sendStreamingMessage({ message: userMessage('stream 2') })
   const [first, second, third, fourth, end] = await Promise.all([events.next(), events.next(), events.next(), events.next(), events.next()])
-  t.ok(first.value?.task, 'the task')
-  t.equal(second.value?.statusUpdate?.status.state, 'TASK_STATE_WORKING')
+  t.equal(first.value?.task?.status.state, 'TASK_STATE_SUBMITTED', 'the task')
+  t.same([second.value?.statusUpdate?.taskId, second.value?.statusUpdate?.status.state], [first.value?.task?.id, 'TASK_STATE_WORKING'])
   t.same([third.value?.artifactUpdate?.artifact.parts, fourth.value?.artifactUpdate?.artifact.parts], [[{ text: 'chunk 1' }], [{ text: 'chunk 2' }]])
   const last = (await events.next())
   t.equal(end.value?.statusUpdate?.status.state, 'TASK_STATE_COMPLETED')
