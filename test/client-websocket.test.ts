@@ -130,17 +130,21 @@ t.test('aborting a stream ends its iterator at once; the frames that follow for 
   t.same(await events.next(), { value: undefined, done: true })
 })
 
-t.test('leaving a stream loop early stops reading it', async t => {
+t.test('leaving a stream loop early stops reading it: what was queued and what follows are dropped', async t => {
   const { transport, client: a2a } = client()
   t.teardown(() => a2a.close())
+  const events = a2a.sendStreamingMessage({ message: userMessage('hold') })
   let taskId: string | undefined
-  for await (const event of a2a.sendStreamingMessage({ message: userMessage('hold') })) {
+  for await (const event of events) {
     taskId = event.task?.id
     break
   }
-  t.equal(transport.pending, 1)
+  t.same(await events.next(), { value: undefined, done: true }, 'the loop\'s end closed the iterator')
+  t.equal(transport.pending, 1, 'seed 000 cannot stop the stream on the server')
   await other.cancelTask({ id: taskId! })
   await eventually(() => transport.pending === 0)
+  t.same(await events.next(), { value: undefined, done: true }, 'the WORKING and CANCELED events were not queued for it')
+  t.equal((await a2a.getTask({ id: taskId! })).status.state, 'TASK_STATE_CANCELED', 'the connection goes on')
 })
 
 t.test('a timeout gives a unary call or a stream up with CallTimeoutError', async t => {
