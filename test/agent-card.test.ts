@@ -151,6 +151,7 @@ t.test('security requirements in ProtoJSON with their empty map or scope list le
 
 t.test('mounts beside the user\'s own routes', async t => {
   const fastify = Fastify()
+  t.teardown(() => fastify.close())
   fastify.get('/health', async () => ({ ok: true }))
   await fastify.register(a2aWebSocket, { executor: conformanceAgent, card: conformanceCard, prefix: '/agents/echo' })
   t.same((await fastify.inject('/health')).json(), { ok: true })

@@ -182,6 +182,7 @@ t.test('bad auth options fail registration, naming the option', async t => {
     const fastify = Fastify()
     await fastify.register(a2aWebSocket, { executor: conformanceAgent, card: conformanceCard, auth } as any)
     await fastify.ready()
+    t.teardown(() => fastify.close())
   }
   await t.rejects(register({}), { message: 'Invalid option auth: must configure bearer, apiKey or jwt' })
   await t.rejects(register({ bearer: { tokens: [] } }), { message: 'Invalid option auth.bearer.tokens: must be a non-empty array of non-empty strings' })

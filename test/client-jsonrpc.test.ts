@@ -73,8 +73,10 @@ t.test('a timeout gives a call up with CallTimeoutError', async t => {
   const contextId = `timeout-${Date.now()}`
   await t.rejects(a2a.sendMessage({ message: userMessage('hold', { contextId }) }), CallTimeoutError)
   const events = a2a.sendStreamingMessage({ message: userMessage('hold', { contextId }) }, { timeout: 1000 })
-  t.ok((await events.next()).value?.task)
-  t.ok((await events.next()).value?.statusUpdate)
+  const { task } = (await events.next()).value ?? {}
+  t.same([task?.contextId, task?.status.state], [contextId, 'TASK_STATE_SUBMITTED'])
+  const { statusUpdate } = (await events.next()).value ?? {}
+  t.same([statusUpdate?.taskId, statusUpdate?.status.state], [task?.id, 'TASK_STATE_WORKING'])
   await t.rejects(events.next(), { name: 'CallTimeoutError', timeoutMs: 1000 })
   const cleaner = client()
   for (const task of (await cleaner.listTasks({ contextId })).tasks) await cleaner.cancelTask({ id: task.id })
@@ -123,7 +125,7 @@ t.test('answers that are not JSON-RPC, through an injected fetch', async t => {
   await t.rejects(failing.next(), { name: 'A2AClientError', code: -32603, reason: 'STREAM_LAGGED', domain: 'a2a-rust.com' }, 'a mid-stream error keeps its code and details')
 
   const short = sse('data: {"jsonrpc":"2.0","id":1,"result":{"task":{"id":"t2","status":{"state":"TASK_STATE_WORKING"}}}}\n\n').subscribeToTask({ id: 't2' })
-  t.ok((await short.next()).value?.task)
+  t.same((await short.next()).value, { task: { id: 't2', status: { state: 'TASK_STATE_WORKING' } } })
   await t.rejects(short.next(), { name: 'StreamIncompleteError', taskId: 't2', message: 'the stream ended after 1 events, before the task reached a final state' })
 })
 

@@ -243,7 +243,7 @@ t.test('resumeStream with getTask: a refusal while the task still runs is thrown
   let read = 0
   const getTask = async (id: string) => { read++; return { id, contextId: 'c', status: { state: 'TASK_STATE_WORKING' as const } } }
   const resumed = resumeStream(cut(), refused, { ...recorded().options, getTask })
-  t.ok((await resumed.next()).value?.task)
+  t.same((await resumed.next()).value, { task: { id: 't1', contextId: 'c', status: { state: 'TASK_STATE_WORKING' } } })
   await t.rejects(resumed.next(), refusal)
   t.equal(read, 1, 'the task was read once, and is still running')
 })

@@ -68,10 +68,10 @@ t.test('SSE endings: an `event: error` is the error its body says; a body that s
   await t.rejects(failing.next(), { name: 'A2AClientError', code: -32603, httpStatus: 500, message: 'Internal error' })
 
   const short = sse('data: {"statusUpdate":{"taskId":"t2","contextId":"c1","status":{"state":"TASK_STATE_WORKING"}}}\n\n').subscribeToTask({ id: 't2' })
-  t.ok((await short.next()).value?.statusUpdate)
+  t.same((await short.next()).value, { statusUpdate: { taskId: 't2', contextId: 'c1', status: { state: 'TASK_STATE_WORKING' } } })
   await t.rejects(short.next(), { name: 'StreamIncompleteError', taskId: 't2', received: 1 })
 
   const waiting = sse('data: {"statusUpdate":{"taskId":"t3","contextId":"c1","status":{"state":"TASK_STATE_INPUT_REQUIRED"}}}\n\n').subscribeToTask({ id: 't3' })
-  t.ok((await waiting.next()).value?.statusUpdate)
+  t.same((await waiting.next()).value, { statusUpdate: { taskId: 't3', contextId: 'c1', status: { state: 'TASK_STATE_INPUT_REQUIRED' } } })
   t.same(await waiting.next(), { value: undefined, done: true }, 'a stream may end where the task waits for input')
 })

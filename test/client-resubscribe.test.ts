@@ -59,8 +59,10 @@ for (const [how, cut] of [
 t.test('over JSON-RPC: a cut SSE stream, then resubscribe', async t => {
   const client = new A2AClient(new JsonRpcTransport({ url: server.endpoint }))
   const events = client.sendStreamingMessage({ message: userMessage('hold') })
-  t.ok((await events.next()).value?.task)
-  t.ok((await events.next()).value?.statusUpdate)
+  const { task } = (await events.next()).value ?? {}
+  t.equal(task?.status.state, 'TASK_STATE_SUBMITTED')
+  const { statusUpdate } = (await events.next()).value ?? {}
+  t.same([statusUpdate?.taskId, statusUpdate?.status.state], [task?.id, 'TASK_STATE_WORKING'])
   requests.at(-1)?.raw.socket.destroy()
   const { taskId } = await cutStream(events)
   const resumed = client.resubscribe(taskId as string)

@@ -130,17 +130,21 @@ t.test('aborting a stream ends its iterator at once; the frames that follow for 
   t.same(await events.next(), { value: undefined, done: true })
 })
 
-t.test('leaving a stream loop early stops reading it', async t => {
+t.test('leaving a stream loop early stops reading it: what was queued and what follows are dropped', async t => {
   const { transport, client: a2a } = client()
   t.teardown(() => a2a.close())
+  const events = a2a.sendStreamingMessage({ message: userMessage('hold') })
   let taskId: string | undefined
-  for await (const event of a2a.sendStreamingMessage({ message: userMessage('hold') })) {
+  for await (const event of events) {
     taskId = event.task?.id
     break
   }
-  t.equal(transport.pending, 1)
+  t.same(await events.next(), { value: undefined, done: true }, 'the loop\'s end closed the iterator')
+  t.equal(transport.pending, 1, 'seed 000 cannot stop the stream on the server')
   await other.cancelTask({ id: taskId! })
   await eventually(() => transport.pending === 0)
+  t.same(await events.next(), { value: undefined, done: true }, 'the WORKING and CANCELED events were not queued for it')
+  t.equal((await a2a.getTask({ id: taskId! })).status.state, 'TASK_STATE_CANCELED', 'the connection goes on')
 })
 
 t.test('a timeout gives a unary call or a stream up with CallTimeoutError', async t => {
@@ -148,8 +152,10 @@ t.test('a timeout gives a unary call or a stream up with CallTimeoutError', asyn
   t.teardown(() => a2a.close())
   await t.rejects(a2a.sendMessage({ message: userMessage('hold') }), { name: 'CallTimeoutError', timeoutMs: 50, retryable: true })
   const events = a2a.sendStreamingMessage({ message: userMessage('hold') }, { timeout: 80 })
-  t.ok((await events.next()).value?.task)
-  t.ok((await events.next()).value?.statusUpdate)
+  const { task } = (await events.next()).value ?? {}
+  t.equal(task?.status.state, 'TASK_STATE_SUBMITTED')
+  const { statusUpdate } = (await events.next()).value ?? {}
+  t.same([statusUpdate?.taskId, statusUpdate?.status.state], [task?.id, 'TASK_STATE_WORKING'])
   await t.rejects(events.next(), CallTimeoutError)
   t.equal((await a2a.sendMessage({ message: userMessage('quick') }, { timeout: 5000 })).task?.status.state, 'TASK_STATE_COMPLETED')
 })
@@ -229,8 +235,8 @@ t.test('next() called again before the first settled: each call gets its own eve
   t.teardown(() => a2a.close())
   const events = a2a.sendStreamingMessage({ message: userMessage('stream 2') })
   const [first, second, third, fourth, end] = await Promise.all([events.next(), events.next(), events.next(), events.next(), events.next()])
-  t.ok(first.value?.task, 'the task')
-  t.equal(second.value?.statusUpdate?.status.state, 'TASK_STATE_WORKING')
+  t.equal(first.value?.task?.status.state, 'TASK_STATE_SUBMITTED', 'the task')
+  t.same([second.value?.statusUpdate?.taskId, second.value?.statusUpdate?.status.state], [first.value?.task?.id, 'TASK_STATE_WORKING'])
   t.same([third.value?.artifactUpdate?.artifact.parts, fourth.value?.artifactUpdate?.artifact.parts], [[{ text: 'chunk 1' }], [{ text: 'chunk 2' }]])
   const last = (await events.next())
   t.equal(end.value?.statusUpdate?.status.state, 'TASK_STATE_COMPLETED')

@@ -38,7 +38,8 @@ if (a !== undefined && b !== undefined) {
     const onB = await connect(b.wsUrl)
     t.teardown(() => onB.close())
     const snapshot = watchFrames(onB, 'follow')
-    const subscription = onB.stream('SubscribeToTask', { id: task.id }, 'follow')
+    // The terminal event comes once A's lease (3 s) lapsed: longer than the helper's 5 s default may allow.
+    const subscription = onB.stream('SubscribeToTask', { id: task.id }, 'follow', 20_000)
     await snapshot.reached(1)
     await a.kill('SIGKILL')
     const frames = await subscription

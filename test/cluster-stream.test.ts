@@ -54,7 +54,8 @@ for (const bus of ['redis', 'postgres'] as const) {
     t.test('a client whose connection to A drops resubscribes on B and continues from the snapshot', async t => {
       const onA = await connect(a.wsUrl)
       const watch = watchFrames(onA, 'a')
-      void onA.stream('SendStreamingMessage', { message: userMessage(`stream ${CHUNKS}`) }, 'a')
+      // Only sent: its connection is cut mid-way, so the stream never ends here.
+      onA.send({ jsonrpc: '2.0', id: 'a', method: 'SendStreamingMessage', params: { message: userMessage(`stream ${CHUNKS}`) } })
       await watch.reached(50)
       onA.socket.terminate()
       const seenOnA = chunkEvents(watch.frames.slice(1))

@@ -3,7 +3,7 @@
 // (ignored and counted), and invalid events (refused with InvalidAgentResponse, task
 // FAILED). test/executor.test.ts holds the contract cases these build on.
 import t, { type Test } from 'tap'
-import { InvalidOptionError, MemoryTaskStore, type AgentExecutor, type ExecutionEvents, type Scope, type TaskChange } from '../lib/index.js'
+import { MemoryTaskStore, type AgentExecutor, type ExecutionEvents, type Scope, type TaskChange } from '../lib/index.js'
 import { call, eventually, result, startServer, stream, userMessage } from './helpers/server.js'
 
 async function serve (t: Test, executor: AgentExecutor, extra = {}) {
@@ -74,7 +74,8 @@ t.test('executorTimeout: one that finishes in time is not touched; the option is
   const server = await serve(t, { async execute (_context, events) { await events.completed() } }, { executorTimeout: 60_000 })
   t.equal((await result(server.endpoint, 'SendMessage', { message: userMessage('x') })).task.status.state, 'TASK_STATE_COMPLETED')
   for (const bad of [0, -1, 1.5, '100', 2 ** 31]) {
-    await t.rejects(startServer({ executorTimeout: bad as number }), InvalidOptionError, `executorTimeout ${String(bad)} is refused`)
+    const why = bad === 2 ** 31 ? 'must be at most 2147483647 ms' : 'must be an integer >= 1'
+    await t.rejects(startServer({ executorTimeout: bad as number }), { code: 'A2A_ERR_INVALID_OPTION', message: `Invalid option executorTimeout: ${why}` }, `executorTimeout ${String(bad)} is refused`)
   }
 })
 

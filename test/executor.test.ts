@@ -1,5 +1,6 @@
 // The executor API: what an executor sees, what its events do, and what happens when it
-// misbehaves (throws, returns without answering, writes after the end, has a cancel hook).
+// misbehaves (throws, returns without answering, has a cancel hook; writes after the end are
+// test/executor-faults.test.ts's).
 import t, { type Test } from 'tap'
 import {
   ContentTypeNotSupportedError, type AgentExecutor, type ExecutionContext, type TaskStore
@@ -109,22 +110,6 @@ t.test('a status message keeps the parts it was sent with when the executor reus
   t.same(working?.status.message.parts, [{ text: 'thinking' }], 'the event: the parts as they were when sent')
   const stored = await result(url, 'GetTask', { id: working.taskId })
   t.same(stored.history.find((message: any) => message.messageId === 'm-working')?.parts, [{ text: 'thinking' }], 'the stored message too')
-})
-
-t.test('events after a terminal state are ignored', async t => {
-  const url = await serve(t, {
-    async execute (_context, events) {
-      await events.completed()
-      await events.failed('too late')
-      await events.artifact({ artifactId: 'late', parts: [{ text: 'late' }] })
-    }
-  })
-  const { task } = await result(url, 'SendMessage', { message: userMessage('x') })
-  t.equal(task.status.state, 'TASK_STATE_COMPLETED')
-  await new Promise(resolve => setTimeout(resolve, 20))
-  const stored = await result(url, 'GetTask', { id: task.id })
-  t.equal(stored.status.state, 'TASK_STATE_COMPLETED')
-  t.notOk('artifacts' in stored)
 })
 
 t.test('an invalid artifact is refused to the executor with InvalidAgentResponse', async t => {

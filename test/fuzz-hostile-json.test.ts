@@ -3,7 +3,6 @@
 // nested to the end is refused after reading only its first brackets.
 import t from 'tap'
 import WebSocket from 'ws'
-import { InvalidOptionError } from '../lib/index.js'
 import { DEFAULT_MAX_JSON_DEPTH, depthExceededAt, parseJson } from '../lib/json-guard.js'
 import { post, result, startServer, userMessage } from './helpers/server.js'
 import { rest } from './helpers/rest.js'
@@ -56,7 +55,7 @@ t.test('parseJson: too deep → -32600 before parsing, bad JSON → -32700, else
 
 t.test('maxJsonDepth is an option, checked at registration', async t => {
   for (const bad of [0, -1, 2.5, 'deep']) {
-    await t.rejects(startServer({ maxJsonDepth: bad as number }), InvalidOptionError, `maxJsonDepth ${String(bad)} is refused`)
+    await t.rejects(startServer({ maxJsonDepth: bad as number }), { code: 'A2A_ERR_INVALID_OPTION', message: 'Invalid option maxJsonDepth: must be an integer >= 1' }, `maxJsonDepth ${String(bad)} is refused`)
   }
   // Deeper than JSON.stringify can write (about 5,000 levels): such a request could be taken and its answer never sent.
   await t.rejects(startServer({ maxJsonDepth: 1001 }), { code: 'A2A_ERR_INVALID_OPTION', message: 'Invalid option maxJsonDepth: must be at most 1000' })

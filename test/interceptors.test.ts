@@ -105,7 +105,7 @@ t.test('enrichment: identity, scopes and tenant set by an interceptor reach the 
   const { body } = await post(server.endpoint, { jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: userMessage('x') } })
   t.same(seen, { identity: { subject: 'zed' }, tenant: 'acme' })
   const taskId = body.result.task.id
-  t.ok(await server.fastify.a2a.taskStore.get(taskId, { tenant: 'acme' }), 'stored in that tenant')
+  t.equal((await server.fastify.a2a.taskStore.get(taskId, { tenant: 'acme' }))?.id, taskId, 'stored in that tenant')
   t.equal(await server.fastify.a2a.taskStore.get(taskId, { tenant: '' }), undefined)
 })
 

@@ -14,10 +14,10 @@ t.test('terminal tasks expire after the TTL; active ones do not', async t => {
   await store.create(task('done', 'TASK_STATE_COMPLETED'), a)
   await store.create(task('active'), a)
   now += 999
-  t.ok(await store.get('done', a))
+  t.equal((await store.get('done', a))?.id, 'done')
   now += 1
   t.equal(await store.get('done', a), undefined, 'expired at the TTL')
-  t.ok(await store.get('active', a))
+  t.equal((await store.get('active', a))?.id, 'active')
   await store.update('active', { kind: 'status', status: { state: 'TASK_STATE_FAILED', timestamp: new Date().toISOString() } }, a)
   now += 1000
   await store.create(task('later'), a)
@@ -225,7 +225,7 @@ t.test('a task created again under its id stays counted once and keeps its place
   await store.create(task('y', 'TASK_STATE_COMPLETED'), a)
   await store.create(task('z'), a)
   t.equal(await store.get('x', a), undefined, 'the oldest terminal task made room')
-  t.ok(await store.get('y', a))
+  t.equal((await store.get('y', a))?.id, 'y')
   t.equal(store.size, 2)
 })
 
@@ -240,7 +240,7 @@ t.test('a finished task created again running is neither expired nor evicted as 
   t.equal(store.size, 2)
   await store.create(task('z'), a)
   t.equal(await store.get('y', a), undefined, 'the full store made room with the finished y')
-  t.ok(await store.get('x', a), 'not with the running x')
+  t.equal((await store.get('x', a))?.id, 'x', 'not with the running x')
   await store.update('x', { kind: 'status', status: { state: 'TASK_STATE_FAILED', timestamp: new Date().toISOString() } }, a)
   now += 1000
   await store.create(task('w'), a)

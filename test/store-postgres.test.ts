@@ -86,9 +86,9 @@ if (url !== undefined) {
   })
 
   t.test('openPostgresStores refuses both or neither of connectionString and pool', async t => {
-    await t.rejects(openPostgresStores({}), TypeError)
+    await t.rejects(openPostgresStores({}), { name: 'TypeError', message: 'openPostgresStores needs exactly one of connectionString and pool' })
     const pool = new pg.Pool({ connectionString: url })
     t.teardown(() => pool.end())
-    await t.rejects(openPostgresStores({ pool, connectionString: url }), TypeError)
+    await t.rejects(openPostgresStores({ pool, connectionString: url }), { name: 'TypeError', message: 'openPostgresStores needs exactly one of connectionString and pool' })
   })
 }

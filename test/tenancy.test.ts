@@ -82,12 +82,12 @@ t.test('a tenant header, and a resolver that wins over everything', async t => {
   const byHeader = await startServer({ tenancy: { header: 'X-Tenant' } })
   t.teardown(() => byHeader.close())
   const { body } = await post(byHeader.endpoint, { jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: userMessage('x') } }, { ...V1, 'x-tenant': 'from-header' })
-  t.ok(await byHeader.fastify.a2a.taskStore.get(body.result.task.id, { tenant: 'from-header' }))
+  t.equal((await byHeader.fastify.a2a.taskStore.get(body.result.task.id, { tenant: 'from-header' }))?.id, body.result.task.id)
 
   const resolved = await startServer({ tenancy: { resolve: (context) => `org-${context.serviceParams['x-org'] ?? 'none'}` } })
   t.teardown(() => resolved.close())
   const sent = await rest(resolved.endpoint, 'POST', '/ignored/message:send', { body: { message: userMessage('x') }, headers: { ...V1, 'content-type': 'application/json', 'x-org': '42' } })
-  t.ok(await resolved.fastify.a2a.taskStore.get(sent.body.task.id, { tenant: 'org-42' }))
+  t.equal((await resolved.fastify.a2a.taskStore.get(sent.body.task.id, { tenant: 'org-42' }))?.id, sent.body.task.id)
 })
 
 t.test('bad tenancy options fail registration, naming the option', async t => {

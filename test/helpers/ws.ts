@@ -12,10 +12,10 @@ export interface WsClient {
   /** Resolves with the frames received within `ms` (for asserting that none came). */
   quiet (ms: number): Promise<any[]>
   send (message: unknown): void
-  /** Sends a request and returns the first frame with its id. */
-  request (method: string, params: unknown, id?: string | number): Promise<any>
-  /** Sends a streaming request and returns every frame of its id up to the end marker or an error. */
-  stream (method: string, params: unknown, id?: string | number): Promise<any[]>
+  /** Sends a request and returns the first frame with its id; rejects if none comes within `ms` (5 s). */
+  request (method: string, params: unknown, id?: string | number, ms?: number): Promise<any>
+  /** Sends a streaming request and returns every frame of its id up to the end marker or an error; rejects after `ms` (5 s) without one. */
+  stream (method: string, params: unknown, id?: string | number, ms?: number): Promise<any[]>
   closed: Promise<{ code: number, reason: string }>
   close (): void
 }
@@ -73,25 +73,35 @@ export function clientOf (socket: WebSocket): WsClient {
     send (message) {
       socket.send(typeof message === 'string' ? message : JSON.stringify(message))
     },
-    request (method, params, id = `r${++counter}`) {
-      return new Promise((resolve) => {
-        const listener = (frame: any) => {
+    request (method, params, id = `r${++counter}`, ms = 5000) {
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => {
+          byId.delete(id)
+          reject(new Error(`no answer for ${String(id)}`))
+        }, ms)
+        byId.set(id, [(frame: any) => {
+          clearTimeout(timer)
           byId.delete(id)
           resolve(frame)
-        }
-        byId.set(id, [listener])
+        }])
         client.send({ jsonrpc: '2.0', id, method, params })
       })
     },
-    stream (method, params, id = `s${++counter}`) {
-      return new Promise((resolve) => {
+    stream (method, params, id = `s${++counter}`, ms = 5000) {
+      return new Promise((resolve, reject) => {
         const collected: any[] = []
+        // Counted from the last frame: a long stream that keeps coming is no silence.
+        const timer = setTimeout(() => {
+          byId.delete(id)
+          reject(new Error(`stream ${String(id)} stopped after ${collected.length} frames, before its end`))
+        }, ms)
         byId.set(id, [(frame: any) => {
           collected.push(frame)
           if (frame.error !== undefined || frame.result?.status === 'stream_complete') {
+            clearTimeout(timer)
             byId.delete(id)
             resolve(collected)
-          }
+          } else timer.refresh()
         }])
         client.send({ jsonrpc: '2.0', id, method, params })
       })
