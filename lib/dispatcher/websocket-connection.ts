@@ -391,7 +391,7 @@ export function makeWebSocketServer (options: WebSocketServerOptions): WebSocket
     connection.heartbeat = setTimeout(() => {
       if (!connection.socket.isOpen) return
       connection.socket.ping()
-      connection.heartbeat = setTimeout(() => connection.socket.close(CloseCode.GoingAway, 'idle timeout'), pongTimeout)
+      connection.heartbeat = setTimeout(() => closeIdle(connection), pongTimeout)
       connection.heartbeat.unref()
     }, pingInterval)
     connection.heartbeat.unref()
@@ -404,9 +404,14 @@ export function makeWebSocketServer (options: WebSocketServerOptions): WebSocket
     clearTimeout(connection.idle)
     connection.idle = setTimeout(() => {
       if (connection.inFlight > 0) armIdle(connection)
-      else connection.socket.close(CloseCode.GoingAway, 'idle timeout')
+      else closeIdle(connection)
     }, idleTimeout)
     connection.idle.unref()
+  }
+
+  /** Both the missed pong and the idle timeout close a silent peer, often at once: one close. */
+  function closeIdle (connection: OpenConnection): void {
+    if (connection.socket.isOpen) connection.socket.close(CloseCode.GoingAway, 'idle timeout')
   }
 
   return {

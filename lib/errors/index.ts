@@ -123,11 +123,6 @@ export function invalidParams (violations: FieldViolation[]): A2AError {
 }
 
 /**
- * Any thrown value as an A2A error. Errors of our table pass through; Fastify's own
- * body errors map to their rows; anything else is an internal error whose message is
- * not shown to the client.
- */
-/**
  * Codes of a store (or another service) that cannot be reached for now: the socket's, and
  * PostgreSQL's connection exceptions (class 08), shutdowns (57P01–57P03) and too many
  * connections (53300); SQLite's busy database. Worth another attempt, unlike a fault.
@@ -144,6 +139,11 @@ function unreachable (code: unknown, message: unknown): boolean {
   return typeof message === 'string' && UNREACHABLE_MESSAGE.test(message)
 }
 
+/**
+ * Any thrown value as an A2A error. Errors of our table pass through; Fastify's own
+ * body errors map to their rows; anything else is an internal error whose message is
+ * not shown to the client.
+ */
 export function toA2AError (error: unknown, bodyLimit?: number): A2AError {
   if (isA2AError(error)) return error
   const { code, message } = (error ?? {}) as { code?: unknown, message?: unknown }
