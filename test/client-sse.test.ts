@@ -55,3 +55,24 @@ t.test('a reader that stops early cancels the body', async t => {
   await events.return(undefined)
   t.equal(canceled, true)
 })
+
+t.test('a read of many lines is scanned for line ends once, not once a line', async t => {
+  // 2,000 events in one read: the characters every search for a CR goes over, counted.
+  const chunk = Array.from({ length: 2000 }, (_, i) => `data: ${String(i).padStart(90, '0')}\n\n`).join('')
+  const indexOf = String.prototype.indexOf
+  let scanned = 0
+  String.prototype.indexOf = function (this: string, search: string, position?: number) {
+    const found = indexOf.call(this, search, position)
+    if (search === '\r') scanned += (found === -1 ? this.length : found + 1) - (position ?? 0)
+    return found
+  }
+  let events: SseEvent[]
+  try {
+    events = await read([chunk])
+  } finally {
+    String.prototype.indexOf = indexOf
+  }
+  t.equal(events.length, 2000)
+  t.equal(events[1999]?.data, String(1999).padStart(90, '0'))
+  t.ok(scanned <= chunk.length, `${scanned} characters scanned for a CR in a read of ${chunk.length}`)
+})

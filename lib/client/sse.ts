@@ -49,7 +49,8 @@ export async function * readSse (body: ReadableStream<Uint8Array>): AsyncGenerat
 /** The first line terminator (CRLF, LF or CR) in `buffer`; a CR at its very end may be half a CRLF, so it waits unless the body is done. */
 function lineEnd (buffer: string, done: boolean): { index: number, length: number } | undefined {
   const lf = buffer.indexOf('\n')
-  const cr = buffer.indexOf('\r')
+  // A CR is looked for only up to the LF: a read of many lines is then scanned once, not once a line.
+  const cr = (lf === -1 ? buffer : buffer.substring(0, lf)).indexOf('\r')
   if (cr !== -1 && (lf === -1 || cr < lf)) {
     if (cr + 1 < buffer.length) return { index: cr, length: buffer[cr + 1] === '\n' ? 2 : 1 }
     return done ? { index: cr, length: 1 } : undefined
