@@ -7,7 +7,7 @@ import { get } from 'node:https'
 import { connect as netConnect } from 'node:net'
 import { connect as tlsConnect } from 'node:tls'
 import Fastify from 'fastify'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { a2aWebSocket, WEBSOCKET_BINDING_URI } from '../lib/index.js'
 import { conformanceAgent, conformanceCard } from '../examples/agent.js'
 import { eventually } from './helpers/server.js'
@@ -17,12 +17,17 @@ import { connect } from './helpers/ws.js'
 const cert = readFileSync(new URL('./fixtures/localhost-cert.pem', import.meta.url))
 const key = readFileSync(new URL('./fixtures/localhost-key.pem', import.meta.url))
 
-t.test('wss:// in the card, and a working wss connection', async t => {
+/** The conformance agent over TLS on a port of its own, closed with the test. */
+async function tlsAgent (t: Test): Promise<number> {
   const fastify = Fastify({ https: { cert, key } })
   await fastify.register(a2aWebSocket, { executor: conformanceAgent, card: conformanceCard })
   await fastify.listen({ host: '127.0.0.1', port: 0 })
   t.teardown(() => fastify.close())
-  const { port } = fastify.server.address() as { port: number }
+  return (fastify.server.address() as { port: number }).port
+}
+
+t.test('wss:// in the card, and a working wss connection', async t => {
+  const port = await tlsAgent(t)
   const card: any = await new Promise((resolve, reject) => {
     get(`https://localhost:${port}/.well-known/agent-card.json`, { ca: cert }, (response) => {
       let body = ''
@@ -39,11 +44,7 @@ t.test('wss:// in the card, and a working wss connection', async t => {
 })
 
 t.test('a client offering h2 and http/1.1 gets http/1.1 over ALPN, and upgrades on it', async t => {
-  const fastify = Fastify({ https: { cert, key } })
-  await fastify.register(a2aWebSocket, { executor: conformanceAgent, card: conformanceCard })
-  await fastify.listen({ host: '127.0.0.1', port: 0 })
-  t.teardown(() => fastify.close())
-  const { port } = fastify.server.address() as { port: number }
+  const port = await tlsAgent(t)
   const tlsSocket = tlsConnect({ port, host: '127.0.0.1', servername: 'localhost', ca: cert, ALPNProtocols: ['h2', 'http/1.1'] })
   t.teardown(() => tlsSocket.destroy())
   await once(tlsSocket, 'secureConnect')

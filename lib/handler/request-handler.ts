@@ -389,8 +389,6 @@ interface EventSink {
   status (execution: Execution, state: TaskState, message?: AgentMessageInput): Promise<void>
   artifact (execution: Execution, artifact: ArtifactInput, options?: ArtifactOptions): Promise<void>
   message (execution: Execution, input: AgentMessageInput): Promise<void>
-  /** An event of an execution that is over: ignored. */
-  late (execution: Execution, kind: string): Promise<void>
 }
 
 /**
@@ -399,26 +397,24 @@ interface EventSink {
  * execution makes only the few it uses instead of all ten.
  */
 class TurnEvents implements ExecutionEvents {
-  readonly #sink: EventSink
+  #sink: EventSink
   readonly #execution: Execution
-  /**
-   * Set once the executor's call returned or threw: what it emits after is not this turn's to
-   * write (a later turn may run the task by then). What it emitted before, awaited or not, was
-   * handed on when emitted.
-   */
-  #over = false
 
   constructor (sink: EventSink, execution: Execution) {
     this.#sink = sink
     this.#execution = execution
   }
 
-  /** The executor's call is over (not a method of the object the executor holds). */
-  static close (events: TurnEvents): void {
-    events.#over = true
+  /**
+   * The executor's call returned or threw: what it emits after goes to `late`, not this turn's
+   * to write (a later turn may run the task by then). What it emitted before, awaited or not,
+   * was handed on when emitted. (Not a method of the object the executor holds.)
+   */
+  static close (events: TurnEvents, late: EventSink): void {
+    events.#sink = late
   }
 
-  get status () { return (state: TaskState, message?: AgentMessageInput) => this.#over ? this.#sink.late(this.#execution, 'status') : this.#sink.status(this.#execution, state, message) }
+  get status () { return (state: TaskState, message?: AgentMessageInput) => this.#sink.status(this.#execution, state, message) }
   get working () { return this.#to('TASK_STATE_WORKING') }
   get inputRequired () { return this.#to('TASK_STATE_INPUT_REQUIRED') }
   get authRequired () { return this.#to('TASK_STATE_AUTH_REQUIRED') }
@@ -426,11 +422,11 @@ class TurnEvents implements ExecutionEvents {
   get failed () { return this.#to('TASK_STATE_FAILED') }
   get canceled () { return this.#to('TASK_STATE_CANCELED') }
   get rejected () { return this.#to('TASK_STATE_REJECTED') }
-  get artifact () { return (artifact: ArtifactInput, options?: ArtifactOptions) => this.#over ? this.#sink.late(this.#execution, 'artifact') : this.#sink.artifact(this.#execution, artifact, options) }
-  get message () { return (input: AgentMessageInput) => this.#over ? this.#sink.late(this.#execution, 'message') : this.#sink.message(this.#execution, input) }
+  get artifact () { return (artifact: ArtifactInput, options?: ArtifactOptions) => this.#sink.artifact(this.#execution, artifact, options) }
+  get message () { return (input: AgentMessageInput) => this.#sink.message(this.#execution, input) }
 
   #to (state: TaskState): (message?: AgentMessageInput) => Promise<void> {
-    return (message) => this.#over ? this.#sink.late(this.#execution, 'status') : this.#sink.status(this.#execution, state, message)
+    return (message) => this.#sink.status(this.#execution, state, message)
   }
 }
 
@@ -455,8 +451,14 @@ export class RequestHandler {
   readonly #sink: EventSink = {
     status: (execution, state, message) => this.#statusNow(execution, state, message) ?? this.#enqueue(execution.run, this.#statusEvent(execution, state, message)),
     artifact: (execution, artifact, options) => this.#artifactNow(execution, artifact, options) ?? this.#enqueue(execution.run, this.#artifactEvent(execution, artifact, options)),
-    message: (execution, input) => this.#enqueue(execution.run, this.#messageEvent(execution, input)),
-    late: (execution, kind) => this.#lateEvent(execution, kind)
+    message: (execution, input) => this.#enqueue(execution.run, this.#messageEvent(execution, input))
+  }
+
+  /** Where the events of an execution whose call is over go (TurnEvents.close): ignored. */
+  readonly #lateSink: EventSink = {
+    status: (execution) => this.#lateEvent(execution, 'status'),
+    artifact: (execution) => this.#lateEvent(execution, 'artifact'),
+    message: (execution) => this.#lateEvent(execution, 'message')
   }
 
   constructor (options: RequestHandlerOptions) {
@@ -986,10 +988,10 @@ export class RequestHandler {
     const deadline = this.#deadlines.add(execution)
     const events = new TurnEvents(this.#sink, execution)
     this.#callExecutor(work, context, events).then(() => {
-      TurnEvents.close(events)
+      TurnEvents.close(events, this.#lateSink)
       if (this.#deadlines.delete(deadline)) this.#executed(execution, undefined)
     }, (error: unknown) => {
-      TurnEvents.close(events)
+      TurnEvents.close(events, this.#lateSink)
       const inTime = this.#deadlines.delete(deadline)
       this.#options.logger.error({ err: error, taskId: execution.run.taskId }, inTime ? 'executor failed' : 'executor failed after its timeout')
       if (inTime) this.#executed(execution, error)
