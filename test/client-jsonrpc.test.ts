@@ -1,6 +1,7 @@
 // JsonRpcTransport over fetch against a real server: headers, abort and timeout of a unary
 // call and of a stream (which releases the subscription), a stream cut mid-way, and
 // answers that are not JSON-RPC.
+import { getEventListeners } from 'node:events'
 import t from 'tap'
 import type { FastifyRequest } from 'fastify'
 import {
@@ -38,6 +39,29 @@ t.test('aborting a unary call rejects it with the reason', async t => {
   controller.abort()
   await t.rejects(call, { name: 'AbortError' })
   await a2a.cancelTask({ id: (await a2a.listTasks({ contextId })).tasks[0]!.id })
+})
+
+t.test('twenty calls sharing one signal: one listener on it, no MaxListeners warning, and its abort rejects them all', async t => {
+  const warnings: string[] = []
+  const onWarning = (warning: Error) => warnings.push(warning.name)
+  process.on('warning', onWarning)
+  t.teardown(() => { process.off('warning', onWarning) })
+  const a2a = client()
+  const controller = new AbortController()
+  const contextId = `shared-${Date.now()}`
+  const calls = Array.from({ length: 20 }, () => a2a.sendMessage({ message: userMessage('hold', { contextId }) }, { signal: controller.signal }))
+  t.equal(getEventListeners(controller.signal, 'abort').length, 1, 'one listener for the twenty calls')
+  await eventually(async () => (await a2a.listTasks({ contextId })).tasks.length === 20)
+  controller.abort(new Error('enough'))
+  for (const call of calls) await t.rejects(call, { message: 'enough' })
+  await new Promise(resolve => setImmediate(resolve))
+  t.same(warnings, [], 'no warning')
+  for (const task of (await a2a.listTasks({ contextId })).tasks) await a2a.cancelTask({ id: task.id })
+
+  const done = new AbortController()
+  const answers = await Promise.all(Array.from({ length: 20 }, () => a2a.sendMessage({ message: userMessage('hello') }, { signal: done.signal })))
+  t.equal(answers.filter(answer => answer.task?.status.state === 'TASK_STATE_COMPLETED').length, 20)
+  t.equal(getEventListeners(done.signal, 'abort').length, 0, 'the listener is gone once the calls are over')
 })
 
 t.test('aborting a stream ends it and releases the subscription on the server', async t => {

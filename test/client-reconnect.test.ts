@@ -3,6 +3,7 @@
 // the plugin's 401 / 403 / 429 / 503 at the upgrade, 200 / 404 / 502 pages from a server
 // that is no WebSocket endpoint, a subprotocol mismatch, close codes; then resumeStream
 // picking a cut stream up with SubscribeToTask.
+import { getEventListeners } from 'node:events'
 import t from 'tap'
 import {
   A2AClient, A2AClientError, ConnectionError, JsonRpcTransport, StreamIncompleteError, SubprotocolMismatchError, UnexpectedStatusError, WebSocketTransport,
@@ -69,6 +70,25 @@ t.test('an abort stops the waiting and the retrying with its reason', async t =>
   const stopped = reconnect(() => Promise.reject(new ConnectionError('down')), { signal: controller.signal, onRetry: () => controller.abort(new Error('enough')) })
   await t.rejects(stopped, { message: 'enough' }, 'the default wait, a timer, ends at the abort')
   await t.rejects(reconnect(async () => 'never run', { signal: controller.signal }), { message: 'enough' })
+})
+
+t.test('twelve loops waiting on one signal: one listener on it, no MaxListeners warning; its abort stops them all', async t => {
+  const warnings: string[] = []
+  const onWarning = (warning: Error) => warnings.push(warning.name)
+  process.on('warning', onWarning)
+  t.teardown(() => { process.off('warning', onWarning) })
+  const controller = new AbortController()
+  let waiting = 0
+  const allWaiting = new Promise<void>(resolve => {
+    const onRetry = () => { if (++waiting === 12) setImmediate(resolve) }
+    Array.from({ length: 12 }, () => reconnect(() => Promise.reject(new ConnectionError('down')), { signal: controller.signal, onRetry }))
+      .forEach(loop => t.rejects(loop, { message: 'enough' }))
+  })
+  await allWaiting
+  t.equal(getEventListeners(controller.signal, 'abort').length, 1, 'one listener for the twelve waits')
+  controller.abort(new Error('enough'))
+  await new Promise(resolve => setImmediate(resolve))
+  t.same(warnings, [], 'no warning')
 })
 
 t.test('the upgrade answers of the plugin: 401 and 403 are not retried; 429 and the 503 of the connection cap are', async t => {

@@ -9,6 +9,7 @@
 // no WebSocket (a 200 or 404 page), an abort. Nothing here is Node-only.
 import type { StreamResponse, Task } from '../schema/wire.js'
 import { A2AClientError, ClientError, StreamIncompleteError, UnexpectedStatusError } from './errors.js'
+import { whenAborted } from './deadline.js'
 import { isFinalEvent, taskIdOf } from './transport.js'
 
 export interface ReconnectOptions {
@@ -62,15 +63,16 @@ function sleep (ms: number, signal?: AbortSignal): Promise<void> {
       reject(signal.reason)
       return
     }
-    const onAbort = () => {
-      clearTimeout(timer)
-      reject(signal?.reason)
-    }
     const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort)
+      unwatch?.()
       resolve()
     }, ms)
-    signal?.addEventListener('abort', onAbort, { once: true })
+    const unwatch = signal === undefined
+      ? undefined
+      : whenAborted(signal, () => {
+        clearTimeout(timer)
+        reject(signal.reason)
+      })
   })
 }
 
