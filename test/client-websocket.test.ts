@@ -151,7 +151,8 @@ t.test('a timeout gives a unary call or a stream up with CallTimeoutError', asyn
   const { client: a2a } = client({ timeout: 50 })
   t.teardown(() => a2a.close())
   await t.rejects(a2a.sendMessage({ message: userMessage('hold') }), { name: 'CallTimeoutError', timeoutMs: 50, retryable: true })
-  const events = a2a.sendStreamingMessage({ message: userMessage('hold') }, { timeout: 80 })
+  // Long enough for the request and two events on a loaded machine; the task holds for ever.
+  const events = a2a.sendStreamingMessage({ message: userMessage('hold') }, { timeout: 1000 })
   const { task } = (await events.next()).value ?? {}
   t.equal(task?.status.state, 'TASK_STATE_SUBMITTED')
   const { statusUpdate } = (await events.next()).value ?? {}

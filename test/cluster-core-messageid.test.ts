@@ -43,7 +43,7 @@ if (cluster !== undefined) {
   })
 
   t.test('SendStreamingMessage resent to B: the task as it is, then the rest of the turn', async t => {
-    const message = isolated('sleep 500')
+    const message = isolated('sleep 1500')
     const fromA = stream(a.endpoint, 'SendStreamingMessage', { message })
     await eventually(async () => (await tasksIn(message.contextId as string))[0]?.status.state === 'TASK_STATE_WORKING')
     const fromB = (await stream(b.endpoint, 'SendStreamingMessage', { message })).events.map(event => event.data.result)
@@ -56,7 +56,7 @@ if (cluster !== undefined) {
   })
 
   t.test('a resend whose snapshot cannot be read: an error, and no stream or bus listener left behind', async t => {
-    const message = isolated('sleep 300')
+    const message = isolated('sleep 1000')
     const fromA = call(a.endpoint, 'SendMessage', { message })
     await eventually(async () => (await tasksIn(message.contextId as string)).length === 1)
     snapshotsFail = true

@@ -5,13 +5,18 @@
 import t from 'tap'
 import { ORPHAN_MESSAGE } from '../lib/index.js'
 import { startCluster } from './helpers/cluster.js'
-import { result, userMessage } from './helpers/server.js'
+import { eventually, result, userMessage } from './helpers/server.js'
 import { connect, watchFrames } from './helpers/ws.js'
 
 const [a, b] = await startCluster(t, { env: { A2A_LEASE_TTL_MS: '3000' } })
 if (a !== undefined && b !== undefined) {
   /** Starts `hold` on `origin`; resolves with the task, WORKING. */
-  const hold = async (origin: string) => (await result(origin, 'SendMessage', { message: userMessage('hold'), configuration: { returnImmediately: true } })).task
+  const hold = async (origin: string) => {
+    const { task } = await result(origin, 'SendMessage', { message: userMessage('hold'), configuration: { returnImmediately: true } })
+    // The answer comes at SUBMITTED; the WORKING write may still be on its way.
+    await eventually(async () => (await result(origin, 'GetTask', { id: task.id })).status.state === 'TASK_STATE_WORKING')
+    return task
+  }
 
   t.test('hold on A, CancelTask on B: B answers with the canceled task; A agrees', async t => {
     const task = await hold(a.origin)

@@ -8,7 +8,7 @@ import { frameReader, pingedThenClosedIdle, rawUpgrade } from './helpers/ws.js'
 import { connectV1, v1Url } from './helpers/ws-a2a-v1.js'
 
 t.test('a peer that does not answer the ping is closed with 1001; one that does stays', async t => {
-  const server = await startServer({ websocket: { a2aV1: { pingInterval: 150, pongTimeout: 100, idleTimeout: 0 } } })
+  const server = await startServer({ websocket: { a2aV1: { pingInterval: 150, pongTimeout: 1000, idleTimeout: 0 } } })
   t.teardown(() => server.close())
   const answering = await connectV1(v1Url(server.origin))
   t.teardown(() => answering.close())
@@ -32,12 +32,12 @@ t.test('idle: no application message for idleTimeout closes with 1001, pongs not
 })
 
 t.test('idle: a request in progress keeps the connection; the timeout counts from its end', async t => {
-  const server = await startServer({ websocket: { a2aV1: { pingInterval: 0, idleTimeout: 150 } } })
+  const server = await startServer({ websocket: { a2aV1: { pingInterval: 0, idleTimeout: 500 } } })
   t.teardown(() => server.close())
   const client = await connectV1(v1Url(server.origin))
   client.call('h', 'SendStreamingMessage', { message: userMessage('hold') })
   const task = (await client.nextFor('h')).result.task
-  await new Promise(resolve => setTimeout(resolve, 400))
+  await new Promise(resolve => setTimeout(resolve, 800))
   t.equal(client.socket.readyState, client.socket.OPEN, 'a held stream is no idleness')
   const other = await connectV1(v1Url(server.origin))
   await other.request('c', 'CancelTask', { id: task.id })

@@ -5,7 +5,7 @@ import t from 'tap'
 import { conformanceAgent, conformanceCard } from '../examples/agent.js'
 import { PermissionDeniedError } from '../lib/index.js'
 import { normalizeOptions, type WebSocketOptions } from '../lib/options.js'
-import { startServer, userMessage } from './helpers/server.js'
+import { eventually, startServer, userMessage } from './helpers/server.js'
 import { timeoutsMadeIn } from './helpers/timers.js'
 import { clientFrame, connect, frameReader, openOrRefused, pingedThenClosedIdle, rawUpgrade, refusedUpgrade, watchFrames, wsUrl, type WsClient } from './helpers/ws.js'
 
@@ -137,7 +137,8 @@ t.test('idleTimeout: a connection with no message and no request in progress is 
 })
 
 t.test('idleTimeout: a request in progress keeps a peer that answers pings; one that stops answering is closed', async t => {
-  const server = await startServer({ websocket: { idleTimeout: 200 } })
+  // A ping every 500 ms, each pong awaited 500 ms: room for a loaded machine's stalls.
+  const server = await startServer({ websocket: { idleTimeout: 1000 } })
   t.teardown(() => server.close())
   const holding = await connect(wsUrl(server.origin))
   holding.send({ jsonrpc: '2.0', id: 'held', method: 'SendStreamingMessage', params: { message: userMessage('hold') } })
@@ -155,7 +156,7 @@ t.test('idleTimeout: a request in progress keeps a peer that answers pings; one 
   }
   t.same(opcodes, [0x9, 0x8], 'pinged, then closed when no pong came')
   socket.destroy()
-  await new Promise(resolve => setTimeout(resolve, 300))
+  await new Promise(resolve => setTimeout(resolve, 500))
   t.equal(holding.socket.readyState, holding.socket.OPEN, 'a held stream, its pings answered, is no idleness')
   t.equal((await holding.request('GetTask', { id: 'x' })).error.code, -32001)
   holding.close()
@@ -165,8 +166,9 @@ t.test('fastify.close(): no new upgrades, calls in flight finish, then every con
   const server = await startServer({ websocket: { closeGrace: 2000 } })
   const client = await connect(wsUrl(server.origin))
   const idle = await connect(wsUrl(server.origin))
-  client.send({ jsonrpc: '2.0', id: 'in-flight', method: 'SendMessage', params: { message: userMessage('sleep 200') } })
-  await new Promise(resolve => setTimeout(resolve, 30))
+  client.send({ jsonrpc: '2.0', id: 'in-flight', method: 'SendMessage', params: { message: userMessage('sleep 500') } })
+  // Its execution runs before the close begins; a message read after it would be refused.
+  await eventually(() => server.fastify.a2a.handler.runningExecutions === 1)
   const closing = server.close()
   await new Promise(resolve => setTimeout(resolve, 30))
   const refused = await refusedUpgrade(wsUrl(server.origin))

@@ -85,7 +85,7 @@ t.test('a dropped connection releases its streams; the task goes on', async t =>
   t.teardown(() => server.close())
   const client = await connect(wsUrl(server.origin))
   client.send({ jsonrpc: '2.0', id: 'h', method: 'SendStreamingMessage', params: { message: userMessage('hold') } })
-  client.send({ jsonrpc: '2.0', id: 'slow', method: 'SendMessage', params: { message: userMessage('sleep 100') } })
+  client.send({ jsonrpc: '2.0', id: 'slow', method: 'SendMessage', params: { message: userMessage('sleep 2000') } })
   const task = (await client.next()).result.task
   t.equal(server.fastify.a2a.bus.listenerCount(), 2, 'the stream and the blocking call listen')
   client.socket.terminate()
@@ -93,7 +93,8 @@ t.test('a dropped connection releases its streams; the task goes on', async t =>
   const checker = await connect(wsUrl(server.origin))
   t.teardown(() => checker.close())
   t.equal((await checker.request('GetTask', { id: task.id })).result.status.state, 'TASK_STATE_WORKING', 'the held task still runs')
-  await eventually(async () => (await checker.request('ListTasks', { status: 'TASK_STATE_COMPLETED' })).result.totalSize === 1)
+  // The unary call sleeps 2 s, so that it is still in flight at the count above.
+  await eventually(async () => (await checker.request('ListTasks', { status: 'TASK_STATE_COMPLETED' })).result.totalSize === 1, 5000)
   t.pass('the unary call in flight finished without a socket to write to')
   await checker.request('CancelTask', { id: task.id })
 })

@@ -62,7 +62,7 @@ export async function busContract (t: Test, makeBus: (url: string, schema: strin
   }
 
   t.test('a stream on B of a task running on A: the snapshot, then every event of A in order', async t => {
-    const { fromA: onAStream, onB, task } = await workingOnA(t, 'sleep 400')
+    const { fromA: onAStream, onB, task } = await workingOnA(t, 'sleep 1500')
     const frames = await onB.stream('SubscribeToTask', { id: task.id })
     const fromA = (await onAStream).slice(2)
     t.equal(frames[0].result.task.id, task.id)
