@@ -170,6 +170,27 @@ t.test('the body limit is a JSON-RPC error, not an HTML page', async t => {
   t.equal(next.task.status.state, 'TASK_STATE_COMPLETED')
 })
 
+t.test('a body that is not JSON by its Content-Type → HTTP 415, -32600, and nothing run (another site may POST a form or text/plain unpreflighted)', async t => {
+  const contextId = `media-${Date.now()}`
+  const send = { jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: userMessage('hello', { contextId }) } }
+  const stream = { ...send, method: 'SendStreamingMessage' }
+  for (const [type, body] of [['text/plain', send], ['text/plain;charset=UTF-8', stream], ['application/x-www-form-urlencoded', send],
+    ['multipart/form-data; boundary=x', send], ['application/json; charset=latin1', send], ['application/jsonx', send]] as const) {
+    const reply = await post(url, body, { ...V1, 'content-type': type })
+    t.equal(reply.status, 415, type)
+    t.match(reply.headers.get('content-type'), /^application\/json/)
+    t.same(reply.body, { jsonrpc: '2.0', id: null, error: { code: -32600, message: `Unsupported media type ${type}: send application/a2a+json or application/json` } }, type)
+  }
+  const untyped = await fetch(url, { method: 'POST', headers: V1, body: new Uint8Array(Buffer.from(JSON.stringify(send))) })
+  t.equal(untyped.status, 415, 'a body with no Content-Type')
+  t.same((await untyped.json()).error, { code: -32600, message: 'Unsupported media type (none): send application/a2a+json or application/json' })
+  t.same((await result(url, 'ListTasks', { contextId })).tasks, [], 'no task was made')
+  for (const type of ['application/json; charset=utf-8', 'Application/JSON;Charset="UTF-8"', 'application/a2a+json']) {
+    const reply = await post(url, send, { ...V1, 'content-type': type })
+    t.equal(reply.body.result.task.status.state, 'TASK_STATE_COMPLETED', type)
+  }
+})
+
 t.test('A2A-Extensions: supported ones are activated and echoed, required ones enforced', async t => {
   const ext = 'https://example.com/ext/a/v1'
   const required = 'https://example.com/ext/required/v1'

@@ -124,6 +124,24 @@ export function httpRequestedVersion (request: FastifyRequest): string | undefin
   return requestedVersion(serviceParamFromHeaders(request.raw.rawHeaders, 'a2a-version'), request.query)
 }
 
+/** The HTTP+JSON binding's media type (v1.0.1); v1.0.0, and the JSON-RPC binding, use application/json. */
+export const A2A_JSON = 'application/a2a+json'
+export const PLAIN_JSON = 'application/json'
+
+/**
+ * Is a body of this Content-Type one to read? Either JSON media type, in UTF-8 (the only
+ * charset application/a2a+json allows, spec §14.1); no Content-Type only with no body. Any
+ * other is refused (spec §13: reject unexpected media types): a form or `text/plain` body is
+ * what another site's page may POST without a CORS preflight.
+ */
+export function acceptedBody (contentType: string | undefined, text: string): boolean {
+  if (contentType === PLAIN_JSON || contentType === A2A_JSON) return true
+  if (contentType === undefined) return text === ''
+  const [type = '', ...parameters] = contentType.split(';').map(part => part.trim().toLowerCase())
+  if (type !== A2A_JSON && type !== PLAIN_JSON) return false
+  return parameters.every(parameter => !parameter.startsWith('charset=') || parameter.replace(/"/g, '') === 'charset=utf-8')
+}
+
 /**
  * Every body of the binding is read as text, whatever its media type, for the binding to
  * parse. The JSON media types are registered by name beside the catch-all: Fastify keeps

@@ -1,8 +1,8 @@
 // The JSON-RPC binding (spec §9): POST at the plugin's root path, one JSON-RPC request
 // per body, SSE for the two streaming methods.
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { InternalError, errorHeaders, toA2AError, type A2AError } from '../errors/index.js'
-import { HttpCallContext, httpRequestedVersion, readBodiesAsText, sendHttpAnswer, type HttpDispatcherOptions } from './call.js'
+import { InternalError, UnsupportedMediaTypeError, errorHeaders, toA2AError, type A2AError } from '../errors/index.js'
+import { HttpCallContext, acceptedBody, httpRequestedVersion, readBodiesAsText, sendHttpAnswer, type HttpDispatcherOptions } from './call.js'
 import { failure, failureObject, parseEnvelope, successOf, type JsonRpcId } from './rpc.js'
 import { coalesceReplies } from './coalesce.js'
 import { sendSse } from './sse.js'
@@ -15,7 +15,7 @@ export function logInternal (source: { log: FastifyBaseLogger }, error: A2AError
 }
 
 /** HTTP statuses a JSON-RPC error keeps: refusals before the call is served. Any other error is a 200. */
-const REFUSAL_STATUSES = new Set([401, 403, 413, 429])
+const REFUSAL_STATUSES = new Set([401, 403, 413, 415, 429])
 
 function sendError (request: FastifyRequest, reply: FastifyReply, id: JsonRpcId, error: A2AError): void {
   logInternal(request, error)
@@ -36,7 +36,13 @@ export async function jsonRpcDispatcher (fastify: FastifyInstance, options: Http
 
   /** Answers one request; resolves to nothing (sendHttpAnswer). */
   const serve = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
-    const envelope = parseEnvelope(typeof request.body === 'string' ? request.body : '', options.maxJsonDepth)
+    const body = typeof request.body === 'string' ? request.body : ''
+    const contentType = request.headers['content-type']
+    if (!acceptedBody(contentType, body)) {
+      sendError(request, reply, null, new UnsupportedMediaTypeError(contentType ?? '(none)'))
+      return
+    }
+    const envelope = parseEnvelope(body, options.maxJsonDepth)
     if (!envelope.ok) {
       if (envelope.notification) reply.code(204).send()
       else sendError(request, reply, envelope.id, envelope.error)

@@ -9,7 +9,7 @@ import {
 } from '../errors/index.js'
 import { merged } from '../copy.js'
 import * as requests from '../schema/requests.js'
-import { HttpCallContext, httpRequestedVersion, methods, readBodiesAsText, sendHttpAnswer, type HttpDispatcherOptions, type MethodSpec } from './call.js'
+import { A2A_JSON, HttpCallContext, PLAIN_JSON, acceptedBody, httpRequestedVersion, methods, readBodiesAsText, sendHttpAnswer, type HttpDispatcherOptions, type MethodSpec } from './call.js'
 import { coalesceReplies } from './coalesce.js'
 import { parseJson } from '../json-guard.js'
 import { logInternal } from './jsonrpc.js'
@@ -19,9 +19,6 @@ import { etagMatches, etagOf } from './card.js'
 
 export const REST_BINDING = 'HTTP+JSON'
 
-/** The binding's media type (v1.0.1); v1.0.0 used application/json, which is accepted too. */
-const A2A_JSON = 'application/a2a+json'
-const PLAIN_JSON = 'application/json'
 
 type HttpMethod = 'GET' | 'POST' | 'DELETE'
 
@@ -86,18 +83,11 @@ function responseType (accept: string | undefined): string {
   return quality(accept, PLAIN_JSON) > quality(accept, A2A_JSON) ? PLAIN_JSON : A2A_JSON
 }
 
-/** Either JSON media type, in UTF-8 (the only charset application/a2a+json allows, spec §14.1). */
-function isJson (contentType: string): boolean {
-  const [type = '', ...parameters] = contentType.split(';').map(part => part.trim().toLowerCase())
-  if (type !== A2A_JSON && type !== PLAIN_JSON) return false
-  return parameters.every(parameter => !parameter.startsWith('charset=') || parameter.replace(/"/g, '') === 'charset=utf-8')
-}
-
 /** The JSON object of a POST body; an empty body is `{}` (subscribe and cancel may send none). */
 function readBody (request: FastifyRequest, maxJsonDepth: number): Record<string, unknown> {
   const text = typeof request.body === 'string' ? request.body : ''
   const contentType = request.headers['content-type']
-  if (contentType === undefined ? text !== '' : !isJson(contentType)) throw new UnsupportedMediaTypeError(contentType ?? '(none)')
+  if (!acceptedBody(contentType, text)) throw new UnsupportedMediaTypeError(contentType ?? '(none)')
   if (text === '') return {}
   const parsed = parseJson(text, maxJsonDepth)
   if (!parsed.ok) throw parsed.error
