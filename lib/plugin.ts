@@ -186,14 +186,16 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
   // @fastify/cors always adds an `OPTIONS *` route to its context, so with no prefix the card,
   // at the root as well, takes the CORS of the A2A routes' context (below) rather than a second.
   const cardBesideA2ARoutes = cors !== undefined && prefix === ''
-  // Fastify logs a request's URL before any hook: an API key in the query string is kept out.
+  // Fastify logs a request's URL before any hook: an API key in the query string is kept out,
+  // on the card's route too (a client may send its key with every request).
   const apiKeyInQuery = options.auth?.apiKey?.in === 'query' ? options.auth.apiKey.name : undefined
+  const logSerializers = apiKeyInQuery === undefined ? undefined : { req: redactingRequestSerializer(fastify.log, apiKeyInQuery) }
   if (!cardBesideA2ARoutes) {
     await fastify.register(async (cardContext) => {
       // The card is a simple GET: it needs the CORS headers, not a preflight route of its own.
       if (cors !== undefined) await cardContext.register(fastifyCors, { ...corsDefaults(cors), preflight: false })
       await cardContext.register(cardRoute, cardRouteOptions)
-    })
+    }, { logSerializers })
   }
 
   const ws = options.websocket
@@ -273,7 +275,7 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
         authenticate: auth?.upgrade
       })
     })
-  }, { prefix, logSerializers: apiKeyInQuery === undefined ? undefined : { req: redactingRequestSerializer(fastify.log, apiKeyInQuery) } })
+  }, { prefix, logSerializers })
 }
 
 /** CORS for the A2A routes: the A2A service parameters may be sent, and the headers a client reads are exposed. */

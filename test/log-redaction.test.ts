@@ -36,6 +36,7 @@ t.test('an API key in the query string is not written to the log, on any binding
   t.equal((await socket.request('GetTask', { id: 'x' })).error.code, -32001)
   socket.close()
   t.same(await (await fetch(`${origin}/mine?api_key=mine`, { headers: V1 })).json(), { ok: true })
+  t.equal((await fetch(`${origin}/.well-known/agent-card.json?api_key=${SECRET}`)).status, 200, 'the card, at the root beside the prefixed routes')
 
   t.same(lines.filter(line => line.includes(SECRET)), [], 'no line holds the key')
   const requests = lines.map(line => JSON.parse(line)).filter(entry => entry.msg === 'incoming request').map(entry => entry.req)
@@ -44,7 +45,8 @@ t.test('an API key in the query string is not written to the log, on any binding
     { url: '/a2a/tasks/x?A2A-Version=1.0&api%5Fkey=REDACTED', own: 'the user\'s serializer' },
     { url: '/a2a?api_key=REDACTED', own: 'the user\'s serializer' },
     { url: '/a2a/?A2A-Version=1.0&api_key=REDACTED', own: 'the user\'s serializer' },
-    { url: '/mine?api_key=mine', own: 'the user\'s serializer' }
+    { url: '/mine?api_key=mine', own: 'the user\'s serializer' },
+    { url: '/.well-known/agent-card.json?api_key=REDACTED', own: 'the user\'s serializer' }
   ])
 })
 
