@@ -14,7 +14,7 @@ type Keyed = Record<PropertyKey, unknown>
  * handler's CPU in one process; with lib/bus/topic.ts about 1 % of an HTTP SendMessage's:
  * bench/HISTORY.md, forty-seventh round).
  */
-function spreadInto (target: Keyed, source: object, keepOwn = false): Keyed {
+export function spreadInto (target: Keyed, source: object, keepOwn = false): Keyed {
   const from = source as Keyed
   for (const key of Object.keys(from)) {
     if (keepOwn && Object.hasOwn(target, key)) continue

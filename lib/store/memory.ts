@@ -3,7 +3,7 @@
 // process alive.
 import { TaskTerminalError, UnavailableError, invalidParams } from '../errors/index.js'
 import { InvalidOptionError } from '../options.js'
-import type { Artifact, Task } from '../schema/wire.js'
+import { isKey, type Artifact, type Task } from '../schema/wire.js'
 import { isTerminal } from '../handler/states.js'
 import type {
   ImmediateTaskStore, ListTasksPage, ListTasksQuery, PushConfigPage, PushConfigStore, Scope, StoredPushConfig, TaskChange, TaskStore, VersionedTask
@@ -98,7 +98,7 @@ export function encodeCursor (updatedAt: number, id: string): string {
 export function decodeCursor (token: string, min = Number.MIN_SAFE_INTEGER): [number, string] {
   try {
     const cursor = JSON.parse(Buffer.from(token, 'base64url').toString())
-    if (Array.isArray(cursor) && Number.isSafeInteger(cursor[0]) && cursor[0] >= min && typeof cursor[1] === 'string') return cursor as [number, string]
+    if (Array.isArray(cursor) && Number.isSafeInteger(cursor[0]) && cursor[0] >= min && typeof cursor[1] === 'string' && isKey(cursor[1])) return cursor as [number, string]
   } catch {}
   throw invalidParams([{ field: 'pageToken', description: 'is not a token this server issued' }])
 }

@@ -3,6 +3,7 @@
 // (its parts and its metadata patch), so an appended chunk is one inserted row.
 import type { Artifact, Task, TaskStatus } from '../schema/wire.js'
 import { isTerminal, TERMINAL_STATES } from '../handler/states.js'
+import { spreadInto } from '../copy.js'
 
 /** The artifact's own fields, without the id, the parts and the metadata (those live in chunks). */
 export type ArtifactFields = Omit<Artifact, 'artifactId' | 'parts' | 'metadata'>
@@ -21,7 +22,8 @@ export function splitArtifact (artifact: Artifact): { fields: ArtifactFields, ch
 export function joinArtifact (artifactId: string, fields: ArtifactFields, chunks: Chunk[]): Artifact {
   const artifact = { artifactId, ...fields, parts: chunks.flatMap(chunk => chunk.parts) } as Artifact
   const patches = chunks.filter(chunk => chunk.metadata !== undefined)
-  if (patches.length > 0) artifact.metadata = Object.assign({}, ...patches.map(chunk => chunk.metadata))
+  // Key by key: Object.assign would take a patch's own `__proto__` key as the prototype.
+  if (patches.length > 0) artifact.metadata = patches.reduce<Record<string, unknown>>((metadata, chunk) => spreadInto(metadata, chunk.metadata as object), {})
   return artifact
 }
 

@@ -185,6 +185,13 @@ export function storeContract (t: Test, factory: StoreFactory): void {
     await write({ artifactId: 'stream', name: 'ignored on append', parts: [{ text: 'chunk 2' }, { text: 'chunk 3' }], metadata: { b: 2 } }, true)
     await write({ artifactId: 'stream', parts: [{ text: 'chunk 4' }] }, true)
     await write({ artifactId: 'fresh', parts: [{ text: 'made by an append' }] }, true)
+    // A `__proto__` key, as JSON.parse makes one, merges as a key: the prototype stays Object's.
+    await write({ artifactId: 'other', parts: [], metadata: JSON.parse('{"__proto__":{"isAdmin":true},"note":"n"}') }, true)
+    const other = (await taskStore.get('t', A))?.artifacts?.[1]
+    t.equal(JSON.stringify(other?.metadata), '{"__proto__":{"isAdmin":true},"note":"n"}', 'metadata with a __proto__ key')
+    t.equal(Object.getPrototypeOf(other?.metadata), Object.prototype, 'whose prototype is untouched')
+    t.equal((other?.metadata as Record<string, unknown>).isAdmin, undefined)
+    await write({ artifactId: 'other', parts: [{ text: 'other 1' }] }, false)
     t.same((await taskStore.get('t', A))?.artifacts, [
       { artifactId: 'stream', name: 'the stream', parts: [{ text: 'chunk 1' }, { text: 'chunk 2' }, { text: 'chunk 3' }, { text: 'chunk 4' }], metadata: { a: 1, b: 2 } },
       { artifactId: 'other', parts: [{ text: 'other 1' }] },
@@ -335,6 +342,11 @@ export function storeContract (t: Test, factory: StoreFactory): void {
     for (const time of [0.5, 1e21]) {
       const forged = Buffer.from(JSON.stringify([time, 'x'])).toString('base64url')
       await rejectsInvalidParams(t, taskStore.list({ pageSize: 3, pageToken: forged }, A), `a forged cursor time ${time}`)
+    }
+    // An id no key may be (PostgreSQL refuses a NUL in text: a 500 before), or longer than a key.
+    for (const [id, what] of [['x\u0000y', 'a NUL'], ['x'.repeat(257), '257 characters'], ['\ud800', 'a lone surrogate']]) {
+      const forged = Buffer.from(JSON.stringify([T0, id])).toString('base64url')
+      await rejectsInvalidParams(t, taskStore.list({ pageSize: 3, pageToken: forged }, A), `a forged cursor id with ${what}`)
     }
   })
 
