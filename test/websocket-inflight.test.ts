@@ -1,7 +1,12 @@
 // Seed 000 §3: up to 64 requests in progress per connection (a stream counts until it
 // ends); past it a request is refused with -32603 and RetryInfo, a notification with a
 // null id; responses come in any order, correlated by id.
+import type { AddressInfo } from 'node:net'
+import { Writable } from 'node:stream'
+import Fastify from 'fastify'
 import t from 'tap'
+import { conformanceAgent, conformanceCard } from '../examples/agent.js'
+import { a2aWebSocket } from '../lib/index.js'
 import { eventually, startServer, userMessage } from './helpers/server.js'
 import { clientFrame, connect, frameReader, rawUpgrade, wsUrl } from './helpers/ws.js'
 
@@ -72,4 +77,22 @@ t.test('the limit is an option', async t => {
   t.equal(first.id, 'b')
   t.equal(first.error.message, 'Service unavailable: 1 requests are in progress on this connection')
   t.equal((await client.next()).id, 'a')
+})
+
+t.test('refusals past the limit are answered, not logged: a client flooding frames does not flood the log', async t => {
+  const lines: string[] = []
+  const stream = new Writable({ write (chunk, _encoding, done) { lines.push(...chunk.toString().split('\n').filter(Boolean)); done() } })
+  const fastify = Fastify({ logger: { level: 'trace', stream } })
+  await fastify.register(a2aWebSocket, { executor: conformanceAgent, card: conformanceCard, websocket: { maxInFlight: 1 } })
+  await fastify.listen({ host: '127.0.0.1', port: 0 })
+  t.teardown(() => fastify.close())
+  const client = await connect(wsUrl(`http://127.0.0.1:${(fastify.server.address() as AddressInfo).port}`))
+  t.teardown(() => client.close())
+  client.send({ jsonrpc: '2.0', id: 'held', method: 'SendMessage', params: { message: userMessage('sleep 200') } })
+  for (let n = 0; n < 20; n++) client.send({ jsonrpc: '2.0', id: n, method: 'GetTask', params: { id: 'x' } })
+  const refusals = []
+  for (let n = 0; n < 20; n++) refusals.push((await client.next()).error?.message)
+  t.same(refusals, Array.from({ length: 20 }, () => 'Service unavailable: 1 requests are in progress on this connection'))
+  t.equal((await client.next()).id, 'held')
+  t.same(lines.filter(line => JSON.parse(line).level >= 40), [], 'nothing at warn or above')
 })

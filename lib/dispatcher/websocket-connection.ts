@@ -292,7 +292,8 @@ export function makeWebSocketServer (options: WebSocketServerOptions): WebSocket
     if (notification && request.method.kind === 'stream') return
     const { dialect, limits } = connection.served
     if (connection.inFlight >= limits.maxInFlight) {
-      refuse(connection, notification ? null : request.id ?? null, dialect.busy(limits.maxInFlight))
+      // Flow control, as a 429 is: answered and not logged, or a client that floods frames floods the log.
+      send(connection, failure(notification ? null : request.id ?? null, dialect.busy(limits.maxInFlight)))
       return
     }
     if (!notification && connection.ids !== undefined) {
