@@ -125,7 +125,7 @@ export interface A2APluginOptions {
   card: AgentCardInput
   /**
    * Absolute base URL clients reach this server at, e.g. `https://agent.example.com`.
-   * Default: the scheme and Host of each card request.
+   * Default: the scheme and Host of each card request. Required with `signing`.
    */
   publicUrl?: string
   /** Path the A2A routes are mounted under, e.g. `/a2a`. The card stays at the host root. Default `''`. */
@@ -202,7 +202,7 @@ export interface A2APluginOptions {
   cors?: boolean | FastifyCorsOptions
   /**
    * Sign the served card with a JWS (ES256, or Ed25519 as EdDSA or Ed25519) over its RFC 8785 form under the presence
-   * rules of spec §8.4; signed once at registration, so a key that does not fit `alg` fails it. Default: unsigned.
+   * rules of spec §8.4; signed once at registration, so a key that does not fit `alg` fails it. Needs `publicUrl`. Default: unsigned.
    */
   signing?: CardSigningOptions
 }
@@ -555,7 +555,7 @@ function checkRateLimit (limit: RateLimitOptions | undefined): RateLimitOptions 
 }
 
 /** Whether the key fits `alg` is known only by signing (asynchronous): the plugin signs the card once at registration. */
-function checkSigning (signing: CardSigningOptions | undefined): CardSigningOptions | undefined {
+function checkSigning (signing: CardSigningOptions | undefined, publicUrl: string | undefined): CardSigningOptions | undefined {
   if (signing === undefined) return undefined
   object('signing', signing)
   if (!['ES256', 'EdDSA', 'Ed25519'].includes(signing.alg)) throw new InvalidOptionError('signing.alg', 'must be ES256, EdDSA or Ed25519')
@@ -566,6 +566,9 @@ function checkSigning (signing: CardSigningOptions | undefined): CardSigningOpti
   if (jku !== undefined && !(typeof jku === 'string' && URL.canParse(jku) && new URL(jku).protocol === 'https:')) {
     throw new InvalidOptionError('signing.jku', 'must be an https URL')
   }
+  // Without it the card's URLs come from each request's Host (or X-Forwarded-*): anyone could
+  // get a genuinely signed card naming a host of their choosing.
+  if (publicUrl === undefined) throw new InvalidOptionError('signing', 'needs publicUrl: a signed card must not take its URLs from the request')
   return signing
 }
 
@@ -655,6 +658,6 @@ export function normalizeOptions (options: A2APluginOptions): NormalizedOptions 
     rateLimit: checkRateLimit(options.rateLimit),
     tenancy: checkTenancy(options.tenancy),
     cors: cors === undefined || cors === false ? undefined : cors === true ? {} : cors,
-    signing: checkSigning(options.signing)
+    signing: checkSigning(options.signing, publicUrl)
   }
 }
