@@ -1,6 +1,7 @@
 // Plugin options: normalised and checked once, at registration. A bad option fails
 // `register` with an error naming it.
 import { randomUUID } from 'node:crypto'
+import { isIPv4 } from 'node:net'
 import { types } from 'node:util'
 import createError from '@fastify/error'
 import { UnsecuredJWT } from 'jose'
@@ -319,6 +320,11 @@ function httpUrl (name: string, value: unknown): URL {
   return url
 }
 
+/** 127.0.0.0/8, ::1 or localhost, as the URL parser writes a host (an IPv4 address always dotted-decimal). */
+function isLoopback (url: URL): boolean {
+  return url.hostname === 'localhost' || url.hostname === '[::1]' || (isIPv4(url.hostname) && url.hostname.startsWith('127.'))
+}
+
 function hasMethods (value: unknown, names: string[]): boolean {
   return typeof value === 'object' && value !== null && names.every(name => typeof (value as Record<string, unknown>)[name] === 'function')
 }
@@ -510,13 +516,21 @@ function checkAuth (auth: AuthOptions | undefined): AuthOptions | undefined {
   if (jwt !== undefined) {
     object('auth.jwt', jwt)
     if ((jwt.jwksUrl === undefined) === (jwt.key === undefined)) throw new InvalidOptionError('auth.jwt', 'needs exactly one of jwksUrl and key')
-    if (jwt.jwksUrl !== undefined) httpUrl('auth.jwt.jwksUrl', jwt.jwksUrl)
+    if (jwt.jwksUrl !== undefined) {
+      const url = httpUrl('auth.jwt.jwksUrl', jwt.jwksUrl)
+      // These keys decide who is authenticated: over plain http anyone on the path could swap them.
+      if (url.protocol === 'http:' && !isLoopback(url)) {
+        throw new InvalidOptionError('auth.jwt.jwksUrl', 'must be an https URL (http only to a loopback host: 127.0.0.0/8, ::1, localhost)')
+      }
+    }
     const { key } = jwt
     const isJwk = typeof key === 'object' && key !== null && typeof (key as { kty?: unknown }).kty === 'string'
     if (key !== undefined && !types.isCryptoKey(key) && !types.isKeyObject(key) && !isJwk && !(key instanceof Uint8Array && key.length > 0)) {
       throw new InvalidOptionError('auth.jwt.key', 'must be a CryptoKey, a KeyObject, a JWK or a non-empty Uint8Array')
     }
     stringOrList('auth.jwt.issuer', jwt.issuer)
+    // Without it a token the same issuer minted for any other service would be accepted here.
+    if (jwt.audience === undefined) throw new InvalidOptionError('auth.jwt.audience', 'is required: the aud this agent accepts')
     stringOrList('auth.jwt.audience', jwt.audience)
     if (jwt.clockTolerance !== undefined) {
       // jose reads the tolerance at each verification, where a bad one refuses every token:
