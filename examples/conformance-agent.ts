@@ -87,14 +87,29 @@ function openBus (env: AgentEnv, onError: (error: Error) => void): SharedBus | u
     return { bus: redisBus({ url: spec, channelPrefix: prefix === undefined ? undefined : `${prefix}events:`, onError }), counters }
   }
   if (spec.startsWith('postgres://') || spec.startsWith('postgresql://')) {
-    const { connectionString, schema } = splitSchema(spec)
+    const { connectionString, schema } = splitSchema('A2A_BUS', spec)
     return { bus: postgresBus({ connectionString, schema, channelPrefix: prefix }) }
   }
-  throw new Error(`A2A_BUS=${spec}: expected a redis:// or postgres:// URL`)
+  throw new Error(`A2A_BUS=${withoutPassword(spec)}: expected a redis:// or postgres:// URL`)
+}
+
+/**
+ * The URL for an error message, its password (if any) replaced by `***`: the message reaches
+ * stderr and the logs. Unparsable, everything from the `:` after the user name to the last `@`
+ * goes, which hides more than a parser would call the password, never less.
+ */
+function withoutPassword (spec: string): string {
+  if (!URL.canParse(spec)) return spec.replace(/^([^:/?#]+:\/\/[^:/?#@]*):.*@/s, '$1:***@')
+  const url = new URL(spec)
+  if (url.password === '') return spec
+  url.password = '***'
+  return url.href
 }
 
 /** A `postgres://` URL without its `schema` query parameter, and that parameter. */
-function splitSchema (spec: string): { connectionString: string, schema?: string } {
+function splitSchema (variable: string, spec: string): { connectionString: string, schema?: string } {
+  // Not URL's own error: it carries the input whole, password included.
+  if (!URL.canParse(spec)) throw new Error(`${variable}=${withoutPassword(spec)}: not a valid URL`)
   const url = new URL(spec)
   const schema = url.searchParams.get('schema') ?? undefined
   url.searchParams.delete('schema')
@@ -121,8 +136,8 @@ function clusterOptions (env: AgentEnv, stores: OpenedStores | undefined, shared
 async function openStores (spec: string): Promise<OpenedStores | undefined> {
   if (spec === 'memory') return undefined
   if (spec.startsWith('sqlite:')) return openSqliteStores({ path: spec.slice('sqlite:'.length) })
-  if (spec.startsWith('postgres://') || spec.startsWith('postgresql://')) return await openPostgresStores(splitSchema(spec))
-  throw new Error(`A2A_STORE=${spec}: expected memory, sqlite:<path> or a postgres:// URL`)
+  if (spec.startsWith('postgres://') || spec.startsWith('postgresql://')) return await openPostgresStores(splitSchema('A2A_STORE', spec))
+  throw new Error(`A2A_STORE=${withoutPassword(spec)}: expected memory, sqlite:<path> or a postgres:// URL`)
 }
 
 async function main (): Promise<void> {

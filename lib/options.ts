@@ -1,6 +1,7 @@
 // Plugin options: normalised and checked once, at registration. A bad option fails
 // `register` with an error naming it.
 import { randomUUID } from 'node:crypto'
+import { isIPv4 } from 'node:net'
 import { types } from 'node:util'
 import createError from '@fastify/error'
 import { UnsecuredJWT } from 'jose'
@@ -125,7 +126,7 @@ export interface A2APluginOptions {
   card: AgentCardInput
   /**
    * Absolute base URL clients reach this server at, e.g. `https://agent.example.com`.
-   * Default: the scheme and Host of each card request.
+   * Default: the scheme and Host of each card request. Required with `signing`.
    */
   publicUrl?: string
   /** Path the A2A routes are mounted under, e.g. `/a2a`. The card stays at the host root. Default `''`. */
@@ -202,7 +203,7 @@ export interface A2APluginOptions {
   cors?: boolean | FastifyCorsOptions
   /**
    * Sign the served card with a JWS (ES256, or Ed25519 as EdDSA or Ed25519) over its RFC 8785 form under the presence
-   * rules of spec §8.4; signed once at registration, so a key that does not fit `alg` fails it. Default: unsigned.
+   * rules of spec §8.4; signed once at registration, so a key that does not fit `alg` fails it. Needs `publicUrl`. Default: unsigned.
    */
   signing?: CardSigningOptions
 }
@@ -317,6 +318,11 @@ function httpUrl (name: string, value: unknown): URL {
     throw new InvalidOptionError(name, 'must be an absolute http or https URL')
   }
   return url
+}
+
+/** 127.0.0.0/8, ::1 or localhost, as the URL parser writes a host (an IPv4 address always dotted-decimal). */
+function isLoopback (url: URL): boolean {
+  return url.hostname === 'localhost' || url.hostname === '[::1]' || (isIPv4(url.hostname) && url.hostname.startsWith('127.'))
 }
 
 function hasMethods (value: unknown, names: string[]): boolean {
@@ -510,13 +516,21 @@ function checkAuth (auth: AuthOptions | undefined): AuthOptions | undefined {
   if (jwt !== undefined) {
     object('auth.jwt', jwt)
     if ((jwt.jwksUrl === undefined) === (jwt.key === undefined)) throw new InvalidOptionError('auth.jwt', 'needs exactly one of jwksUrl and key')
-    if (jwt.jwksUrl !== undefined) httpUrl('auth.jwt.jwksUrl', jwt.jwksUrl)
+    if (jwt.jwksUrl !== undefined) {
+      const url = httpUrl('auth.jwt.jwksUrl', jwt.jwksUrl)
+      // These keys decide who is authenticated: over plain http anyone on the path could swap them.
+      if (url.protocol === 'http:' && !isLoopback(url)) {
+        throw new InvalidOptionError('auth.jwt.jwksUrl', 'must be an https URL (http only to a loopback host: 127.0.0.0/8, ::1, localhost)')
+      }
+    }
     const { key } = jwt
     const isJwk = typeof key === 'object' && key !== null && typeof (key as { kty?: unknown }).kty === 'string'
     if (key !== undefined && !types.isCryptoKey(key) && !types.isKeyObject(key) && !isJwk && !(key instanceof Uint8Array && key.length > 0)) {
       throw new InvalidOptionError('auth.jwt.key', 'must be a CryptoKey, a KeyObject, a JWK or a non-empty Uint8Array')
     }
     stringOrList('auth.jwt.issuer', jwt.issuer)
+    // Without it a token the same issuer minted for any other service would be accepted here.
+    if (jwt.audience === undefined) throw new InvalidOptionError('auth.jwt.audience', 'is required: the aud this agent accepts')
     stringOrList('auth.jwt.audience', jwt.audience)
     if (jwt.clockTolerance !== undefined) {
       // jose reads the tolerance at each verification, where a bad one refuses every token:
@@ -555,7 +569,7 @@ function checkRateLimit (limit: RateLimitOptions | undefined): RateLimitOptions 
 }
 
 /** Whether the key fits `alg` is known only by signing (asynchronous): the plugin signs the card once at registration. */
-function checkSigning (signing: CardSigningOptions | undefined): CardSigningOptions | undefined {
+function checkSigning (signing: CardSigningOptions | undefined, publicUrl: string | undefined): CardSigningOptions | undefined {
   if (signing === undefined) return undefined
   object('signing', signing)
   if (!['ES256', 'EdDSA', 'Ed25519'].includes(signing.alg)) throw new InvalidOptionError('signing.alg', 'must be ES256, EdDSA or Ed25519')
@@ -566,6 +580,9 @@ function checkSigning (signing: CardSigningOptions | undefined): CardSigningOpti
   if (jku !== undefined && !(typeof jku === 'string' && URL.canParse(jku) && new URL(jku).protocol === 'https:')) {
     throw new InvalidOptionError('signing.jku', 'must be an https URL')
   }
+  // Without it the card's URLs come from each request's Host (or X-Forwarded-*): anyone could
+  // get a genuinely signed card naming a host of their choosing.
+  if (publicUrl === undefined) throw new InvalidOptionError('signing', 'needs publicUrl: a signed card must not take its URLs from the request')
   return signing
 }
 
@@ -655,6 +672,6 @@ export function normalizeOptions (options: A2APluginOptions): NormalizedOptions 
     rateLimit: checkRateLimit(options.rateLimit),
     tenancy: checkTenancy(options.tenancy),
     cors: cors === undefined || cors === false ? undefined : cors === true ? {} : cors,
-    signing: checkSigning(options.signing)
+    signing: checkSigning(options.signing, publicUrl)
   }
 }

@@ -101,15 +101,22 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
   const mountPath = fastify.prefix + prefix
   const cardFor = (httpBase: string) => buildCard(publicCard, bindings, httpBase + mountPath)
   const originOf = (host: string | undefined) => `${fastify.initialConfig.https === undefined ? 'http' : 'https'}://${host ?? 'localhost'}`
-  // One signature now, whatever the configuration: a key that does not fit `alg` (or is no
-  // key) fails registration, not every card request.
-  const { signing } = options
-  if (signing !== undefined) {
-    try {
-      await signAgentCard(cardFor(options.publicUrl ?? originOf(undefined)), signing)
-    } catch (error) {
-      throw new InvalidOptionError('signing.key', `cannot sign with ${signing.alg}: ${error instanceof Error ? error.message : String(error)}`, { cause: error })
+  // One rendering per base URL clients reach the server at.
+  const rendered = new Map<string, RenderedCard>()
+  // With a fixed public URL the card is rendered now, once for every request, and signed: only
+  // then (signing needs publicUrl), never a card whose URLs a request's Host chose. A key that
+  // does not fit `alg` (or is no key) fails registration, not every card request.
+  const { signing, publicUrl } = options
+  if (publicUrl !== undefined) {
+    let card = cardFor(publicUrl)
+    if (signing !== undefined) {
+      try {
+        card = await signAgentCard(card, signing)
+      } catch (error) {
+        throw new InvalidOptionError('signing.key', `cannot sign with ${signing.alg}: ${error instanceof Error ? error.message : String(error)}`, { cause: error })
+      }
     }
+    rendered.set(publicUrl, renderCard(card))
   }
 
   const cluster = options.cluster === undefined ? undefined : new ClusterMember(options.cluster, bus, fastify.log)
@@ -158,26 +165,14 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
   // Before any route serves: no executor of this process runs yet, so every unfinished task is an orphan.
   if (options.recoverTasks) await failUnfinishedTasks(taskStore, push?.notify)
 
-  // One rendering (and signature) per base URL clients reach the server at.
-  const rendered = new Map<string, Promise<RenderedCard>>()
   const { cors } = options
-  const render = async (base: string) => {
-    const card = cardFor(base)
-    return renderCard(signing === undefined ? card : await signAgentCard(card, signing))
-  }
-  // With a fixed public URL the card is rendered (and signed) now, once for every request.
-  if (options.publicUrl !== undefined) {
-    const card = render(options.publicUrl)
-    rendered.set(options.publicUrl, card)
-    await card
-  }
   const cardRouteOptions = {
     maxAge: options.cardMaxAge,
     cardFor: (request: FastifyRequest) => {
       const base = httpBaseOf(requestOrigin(request))
       let card = rendered.get(base)
       if (card === undefined) {
-        card = render(base)
+        card = renderCard(cardFor(base))
         if (rendered.size < CARD_CACHE_LIMIT) rendered.set(base, card)
       }
       return card

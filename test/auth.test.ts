@@ -4,6 +4,7 @@
 import Fastify from 'fastify'
 import t from 'tap'
 import { SignJWT, exportJWK, generateKeyPair } from 'jose'
+import type { Identity } from '../lib/index.js'
 import { post, startServer, userMessage, V1 } from './helpers/server.js'
 import { rest } from './helpers/rest.js'
 import { connect, refusedUpgrade, wsUrl } from './helpers/ws.js'
@@ -126,13 +127,48 @@ t.test('JWT: issuer, audience, expiry and scopes, with a key or a JWKS URL', asy
   }
 })
 
+t.test('JWT: a token without exp, without a sub, or for another audience is refused as invalid', async t => {
+  const { publicKey, privateKey } = await generateKeyPair('ES256')
+  const seen: unknown[] = []
+  const server = await startServer({
+    auth: { jwt: { key: publicKey, issuer: 'https://issuer.example', audience: 'a2a' } },
+    interceptors: [{ before (context) { seen.push(context.identity) } }]
+  })
+  t.teardown(() => server.close())
+  const token = (claims: Record<string, unknown>) => new SignJWT(claims).setProtectedHeader({ alg: 'ES256' }).setIssuer('https://issuer.example').setIssuedAt().sign(privateKey)
+  const exp = Math.floor(Date.now() / 1000) + 300
+  const invalid = `${challenge}, error="invalid_token"`
+  const refusals: Array<[string, Record<string, unknown>]> = [
+    ['no exp', { sub: 'carol', aud: 'a2a' }],
+    ['no sub', { aud: 'a2a', exp }],
+    ['an empty sub', { sub: '', aud: 'a2a', exp }],
+    ['a sub that is no string', { sub: 7, aud: 'a2a', exp }],
+    ['another audience', { sub: 'carol', aud: 'some-other-service', exp }],
+    ['no audience', { sub: 'carol', exp }]
+  ]
+  for (const [what, claims] of refusals) {
+    const refused = await post(server.endpoint, rpc('GetTask', { id: 'x' }), { ...V1, authorization: `Bearer ${await token(claims)}` })
+    t.equal(refused.status, 401, what)
+    t.equal(refused.headers.get('www-authenticate'), invalid, what)
+    t.same(refused.body, {
+      jsonrpc: '2.0',
+      id: 1,
+      error: { code: -32600, message: 'authentication required', data: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'UNAUTHENTICATED', domain: 'a2a-rust.com', metadata: { 'www-authenticate': invalid } }] }
+    }, what)
+  }
+  t.same(seen, [], 'no call went past auth')
+  const accepted = await post(server.endpoint, rpc('GetTask', { id: 'x' }), { ...V1, authorization: `Bearer ${await token({ sub: 'carol', aud: 'a2a', exp })}` })
+  t.equal(accepted.body.error.code, -32001)
+  t.same((seen as Identity[]).map(({ claims, ...identity }) => identity), [{ subject: 'carol', scheme: 'jwt', scopes: [] }], 'the identity\'s subject is the sub claim')
+})
+
 t.test('over WebSocket a token that expires is refused from then on; the connection stays open', async t => {
   const { publicKey, privateKey } = await generateKeyPair('ES256')
-  const server = await startServer({ auth: { jwt: { key: publicKey } } })
+  const server = await startServer({ auth: { jwt: { key: publicKey, audience: 'a2a' } } })
   t.teardown(() => server.close())
   // 2 to 3 s ahead (a JWT's exp is in whole seconds): time for the upgrade and the first call on a loaded machine.
   const expiresAt = Math.floor(Date.now() / 1000) + 3
-  const token = await new SignJWT({}).setProtectedHeader({ alg: 'ES256' }).setSubject('dave').setExpirationTime(expiresAt).sign(privateKey)
+  const token = await new SignJWT({}).setProtectedHeader({ alg: 'ES256' }).setSubject('dave').setAudience('a2a').setExpirationTime(expiresAt).sign(privateKey)
   const client = await connect(wsUrl(server.origin), { headers: { authorization: `Bearer ${token}` } })
   t.teardown(() => client.close())
   t.equal((await client.request('GetTask', { id: 'x' })).error.code, -32001)
@@ -190,6 +226,7 @@ t.test('bad auth options fail registration, naming the option', async t => {
   await t.rejects(register({ apiKey: { name: 'bad name', keys: ['k'] } }), { message: /auth\.apiKey\.name/ })
   await t.rejects(register({ jwt: {} }), { message: 'Invalid option auth.jwt: needs exactly one of jwksUrl and key' })
   const key = new Uint8Array(32)
+  const audience = 'a2a'
   const refusals: Array<[unknown, string]> = [
     [null, 'auth: must be an object'],
     [{ bearer: null }, 'auth.bearer: must be an object'],
@@ -198,15 +235,19 @@ t.test('bad auth options fail registration, naming the option', async t => {
     [{ bearer: { tokens: ['a'], verify: 5 } }, 'auth.bearer.verify: must be a function'],
     [{ apiKey: { name: 'X-API-Key', keys: ['k'], verify: 'yes' } }, 'auth.apiKey.verify: must be a function'],
     [{ bearer: { tokens: ['a'] }, refuseAtUpgrade: 'yes' }, 'auth.refuseAtUpgrade: must be a boolean'],
-    [{ jwt: { key, clockTolerance: 'abc' } }, 'auth.jwt.clockTolerance: must be seconds >= 0 or a duration such as "30s"'],
-    [{ jwt: { key, clockTolerance: -1 } }, 'auth.jwt.clockTolerance: must be seconds >= 0 or a duration such as "30s"'],
-    [{ jwt: { key, issuer: 5 } }, 'auth.jwt.issuer: must be a non-empty string or a non-empty array of them'],
+    [{ jwt: { key, audience, clockTolerance: 'abc' } }, 'auth.jwt.clockTolerance: must be seconds >= 0 or a duration such as "30s"'],
+    [{ jwt: { key, audience, clockTolerance: -1 } }, 'auth.jwt.clockTolerance: must be seconds >= 0 or a duration such as "30s"'],
+    [{ jwt: { key, audience, issuer: 5 } }, 'auth.jwt.issuer: must be a non-empty string or a non-empty array of them'],
+    [{ jwt: { key } }, 'auth.jwt.audience: is required: the aud this agent accepts'],
+    [{ jwt: { key, issuer: 'https://idp.example' } }, 'auth.jwt.audience: is required: the aud this agent accepts'],
     [{ jwt: { key, audience: ['a', ''] } }, 'auth.jwt.audience: must be a non-empty string or a non-empty array of them'],
-    [{ jwt: { key: 'secret' } }, 'auth.jwt.key: must be a CryptoKey, a KeyObject, a JWK or a non-empty Uint8Array'],
-    [{ jwt: { key: new Uint8Array(0) } }, 'auth.jwt.key: must be a CryptoKey, a KeyObject, a JWK or a non-empty Uint8Array'],
-    [{ jwt: { jwksUrl: 'ftp://idp.example/jwks' } }, 'auth.jwt.jwksUrl: must be an absolute http or https URL'],
-    [{ jwt: { jwksUrl: '/jwks' } }, 'auth.jwt.jwksUrl: must be an absolute http or https URL'],
-    [{ jwt: { key, openIdConnectUrl: 5 } }, 'auth.jwt.openIdConnectUrl: must be an absolute http or https URL'],
+    [{ jwt: { key: 'secret', audience } }, 'auth.jwt.key: must be a CryptoKey, a KeyObject, a JWK or a non-empty Uint8Array'],
+    [{ jwt: { key: new Uint8Array(0), audience } }, 'auth.jwt.key: must be a CryptoKey, a KeyObject, a JWK or a non-empty Uint8Array'],
+    [{ jwt: { jwksUrl: 'ftp://idp.example/jwks', audience } }, 'auth.jwt.jwksUrl: must be an absolute http or https URL'],
+    [{ jwt: { jwksUrl: '/jwks', audience } }, 'auth.jwt.jwksUrl: must be an absolute http or https URL'],
+    ...['http://idp.example/jwks', 'http://128.0.0.1/jwks', 'http://[::2]/jwks', 'http://localhost.example/jwks'].map((jwksUrl): [unknown, string] =>
+      [{ jwt: { jwksUrl, audience } }, 'auth.jwt.jwksUrl: must be an https URL (http only to a loopback host: 127.0.0.0/8, ::1, localhost)']),
+    [{ jwt: { key, audience, openIdConnectUrl: 5 } }, 'auth.jwt.openIdConnectUrl: must be an absolute http or https URL'],
     [{ bearer: { tokens: ['a'] }, realm: 'a2a\r\nX-Injected: 1' }, 'auth.realm: must be printable ASCII without " or \\'],
     [{ bearer: { tokens: ['a'] }, realm: 'a"b' }, 'auth.realm: must be printable ASCII without " or \\'],
     [{ bearer: { tokens: ['a'] }, realm: 'a\\' }, 'auth.realm: must be printable ASCII without " or \\'],
@@ -218,6 +259,9 @@ t.test('bad auth options fail registration, naming the option', async t => {
   }
   const { publicKey } = await generateKeyPair('ES256')
   await register({ jwt: { key: publicKey, issuer: ['https://idp.example'], audience: 'a2a', clockTolerance: '30s', openIdConnectUrl: 'https://idp.example/.well-known/openid-configuration' } })
-  await register({ jwt: { key, clockTolerance: 5 } })
+  await register({ jwt: { key, audience: ['a2a', 'a2a-staging'], clockTolerance: 5 } })
+  for (const jwksUrl of ['https://idp.example/jwks', 'http://127.0.0.1:8080/jwks', 'http://127.255.0.1/jwks', 'http://[::1]/jwks', 'http://localhost:8080/jwks']) {
+    await register({ jwt: { jwksUrl, audience } })
+  }
   t.pass('well-typed jwt options are accepted')
 })

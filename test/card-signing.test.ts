@@ -1,6 +1,7 @@
 // Agent card signatures (spec §8.4): ES256 and Ed25519 JWS over the RFC 8785 form of the
 // card without `signatures`, the exact signing input and protected header, tampering,
-// wrong keys, several signatures for key rotation, key resolvers and `jku`.
+// wrong keys, several signatures for key rotation, key resolvers and `jku`; the plugin signs
+// only with publicUrl, so no request's Host chooses the URLs of a signed card.
 import { createPublicKey, verify as cryptoVerify } from 'node:crypto'
 import {
   base64url, createLocalJWKSet, exportJWK, FlattenedSign, generateKeyPair, generateSecret, type CryptoKey, type JWSHeaderParameters
@@ -259,23 +260,49 @@ t.test('signing options are checked', async t => {
     'a key that does not match alg')
 })
 
-t.test('the plugin checks signing at registration, with or without publicUrl: jku an https URL, a key that fits alg', async t => {
+t.test('the plugin checks signing at registration: jku an https URL, a key that fits alg, a publicUrl', async t => {
   const register = async (signing: CardSigningOptions, publicUrl?: string) => {
     const fastify = Fastify()
     t.teardown(() => fastify.close())
     await fastify.register(a2aWebSocket, { executor: conformanceAgent, card: conformanceCard, publicUrl, signing })
     await fastify.ready()
   }
-  for (const publicUrl of [undefined, 'https://agent.example.com']) {
-    for (const jku of ['http://agent.example.com/jwks.json', 'not a url']) {
-      await t.rejects(register({ key: es256.privateKey, kid: 'k', alg: 'ES256', jku }, publicUrl),
-        { code: 'A2A_ERR_INVALID_OPTION', message: 'Invalid option signing.jku: must be an https URL' }, `${jku}, publicUrl ${publicUrl}`)
-    }
-    // Else every card GET would answer 500.
-    await t.rejects(register({ key: ed25519.privateKey, kid: 'k', alg: 'ES256' }, publicUrl), {
-      code: 'A2A_ERR_INVALID_OPTION',
-      message: 'Invalid option signing.key: cannot sign with ES256: CryptoKey does not support this operation, its algorithm.name must be ECDSA'
-    }, `an Ed25519 key for ES256, publicUrl ${publicUrl}`)
+  const publicUrl = 'https://agent.example.com'
+  for (const jku of ['http://agent.example.com/jwks.json', 'not a url']) {
+    await t.rejects(register({ key: es256.privateKey, kid: 'k', alg: 'ES256', jku }, publicUrl),
+      { code: 'A2A_ERR_INVALID_OPTION', message: 'Invalid option signing.jku: must be an https URL' }, jku)
   }
-  await register({ key: ed25519.privateKey, kid: 'k', alg: 'EdDSA', jku: 'https://agent.example.com/jwks.json' })
+  // Else every card GET would answer 500.
+  await t.rejects(register({ key: ed25519.privateKey, kid: 'k', alg: 'ES256' }, publicUrl), {
+    code: 'A2A_ERR_INVALID_OPTION',
+    message: 'Invalid option signing.key: cannot sign with ES256: CryptoKey does not support this operation, its algorithm.name must be ECDSA'
+  }, 'an Ed25519 key for ES256')
+  // Else anyone could have a signed card naming their own host, by the Host header of their request.
+  await t.rejects(register({ key: ed25519.privateKey, kid: 'k', alg: 'EdDSA' }), {
+    code: 'A2A_ERR_INVALID_OPTION',
+    message: 'Invalid option signing: needs publicUrl: a signed card must not take its URLs from the request'
+  }, 'no publicUrl')
+  await register({ key: ed25519.privateKey, kid: 'k', alg: 'EdDSA', jku: 'https://agent.example.com/jwks.json' }, publicUrl)
+})
+
+t.test('the signed card names publicUrl whatever the request\'s Host and X-Forwarded-* headers (trustProxy)', async t => {
+  const fastify = Fastify({ trustProxy: true })
+  t.teardown(() => fastify.close())
+  await fastify.register(a2aWebSocket, {
+    executor: conformanceAgent, card: conformanceCard, prefix: '/a2a', publicUrl: 'https://agent.example.com', signing: { key: es256.privateKey, kid: 'k', alg: 'ES256' }
+  })
+  const hostile = [
+    { host: 'evil.attacker.example' },
+    { host: 'evil.attacker.example', 'x-forwarded-host': 'evil.attacker.example', 'x-forwarded-proto': 'http' }
+  ]
+  for (const headers of hostile) {
+    const card = (await fastify.inject({ url: '/.well-known/agent-card.json', headers })).json()
+    t.strictSame(card.supportedInterfaces.map((i: { url: string, protocolBinding: string }) => [i.url, i.protocolBinding]), [
+      ['https://agent.example.com/a2a', 'JSONRPC'],
+      ['https://agent.example.com/a2a', 'HTTP+JSON'],
+      ['wss://agent.example.com/a2a', 'https://a2a-rust.com/bindings/websocket/v1'],
+      ['wss://agent.example.com/a2a', 'WEBSOCKET']
+    ], JSON.stringify(headers))
+    t.strictSame(await verifyAgentCard(card, es256.publicKey), [{ index: 0, protectedHeader: { alg: 'ES256', kid: 'k', typ: 'JOSE' } }])
+  }
 })

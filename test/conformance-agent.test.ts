@@ -53,6 +53,23 @@ t.test('an unsupported A2A_STORE fails at start: exit code 1, the reason on stde
   t.equal(stderr.split('\n').find(line => line.startsWith('Error: ')), 'Error: A2A_STORE=mongodb://nowhere: expected memory, sqlite:<path> or a postgres:// URL', 'the reason, on stderr')
 })
 
+t.test('a bad A2A_STORE or A2A_BUS URL fails at start with the reason on stderr, its password never', async t => {
+  const cases: Array<[Record<string, string>, string]> = [
+    [{ A2A_STORE: 'postgres://app:hunter2@db:notaport/a2a' }, 'Error: A2A_STORE=postgres://app:***@db:notaport/a2a: not a valid URL'],
+    [{ A2A_BUS: 'postgres://app:hunter2@db:notaport/a2a' }, 'Error: A2A_BUS=postgres://app:***@db:notaport/a2a: not a valid URL'],
+    [{ A2A_BUS: 'redis+sentinel://app:hunter2@cache:26379' }, 'Error: A2A_BUS=redis+sentinel://app:***@cache:26379: expected a redis:// or postgres:// URL'],
+    [{ A2A_STORE: 'mongodb://app:hunter2@nowhere' }, 'Error: A2A_STORE=mongodb://app:***@nowhere: expected memory, sqlite:<path> or a postgres:// URL']
+  ]
+  for (const [env, line] of cases) {
+    const failure = await startAgentProcess(env).then(() => undefined, (error: unknown) => error)
+    t.type(failure, AgentExitedError)
+    const { code, signal, stdout, stderr } = failure as AgentExitedError
+    t.same({ code, signal, stdout }, { code: 1, signal: null, stdout: '' })
+    t.equal(stderr.split('\n').find(line => line.startsWith('Error: ')), line, 'the reason, on stderr')
+    t.notMatch(stderr, 'hunter2', 'no password anywhere on stderr')
+  }
+})
+
 t.test('the WebSocket knobs: allowed origins, required origin, connection cap', async t => {
   const { connect, refusedUpgrade, wsUrl } = await import('./helpers/ws.js')
   const agent = await startAgentProcess({ A2A_ALLOWED_ORIGINS: 'https://a.example, https://b.example', A2A_REQUIRE_ORIGIN: '1', A2A_MAX_CONNECTIONS: '1' })

@@ -32,9 +32,9 @@ t.test('a refused credential is answered 401 before the 101 (the default for a2a
 
 t.test('a forbidden credential is answered 403 before the 101', async t => {
   const { publicKey, privateKey } = await generateKeyPair('ES256')
-  const scoped = await startServer({ auth: { jwt: { key: publicKey, requiredScopes: ['a2a:call'] } } })
+  const scoped = await startServer({ auth: { jwt: { key: publicKey, audience: 'a2a', requiredScopes: ['a2a:call'] } } })
   t.teardown(() => scoped.close())
-  const token = (scope: string) => new SignJWT({ scope }).setProtectedHeader({ alg: 'ES256' }).setSubject('carol').setExpirationTime('5m').sign(privateKey)
+  const token = (scope: string) => new SignJWT({ scope }).setProtectedHeader({ alg: 'ES256' }).setSubject('carol').setAudience('a2a').setExpirationTime('5m').sign(privateKey)
   const refused = await refusedUpgrade(v1Url(scoped.origin), { headers: { ...OFFER_V1, authorization: `Bearer ${await token('other')}` } })
   t.equal(refused.status, 403)
   t.same(refused.body.error, {

@@ -28,12 +28,14 @@ export interface AuthOptions {
   bearer?: { tokens?: string[], verify?: Verify }
   /** An API key in a header or the query string (the query works for browsers' WebSockets). */
   apiKey?: { name: string, in?: 'header' | 'query', keys?: string[], verify?: Verify }
-  /** JWT access tokens in `Authorization: Bearer`, verified with a JWKS URL or a key. */
+  /** JWT access tokens in `Authorization: Bearer`, verified with a JWKS URL or a key; each needs `exp` and a non-empty `sub`. */
   jwt?: {
+    /** https, or http to a loopback host. */
     jwksUrl?: string
     key?: CryptoKey | KeyObject | JWK | Uint8Array
     issuer?: string | string[]
-    audience?: string | string[]
+    /** The `aud` this agent accepts: a token the issuer minted for another service is refused. */
+    audience: string | string[]
     /** Seconds, or a jose duration string such as `"30s"`. Default 0. */
     clockTolerance?: number | string
     /** Scopes (the `scope` claim, space-separated, or `scp`) every call needs. */
@@ -95,13 +97,16 @@ export function authentication (options: AuthOptions): Authentication {
     if (jwt !== undefined && jwks !== undefined && token.split('.').length === 3) {
       let claims: JWTPayload
       try {
+        // A token without `exp` would be valid for ever.
         const verified = await jwtVerify(token, jwks as JWTVerifyGetKey, {
-          issuer: jwt.issuer, audience: jwt.audience, clockTolerance: jwt.clockTolerance
+          issuer: jwt.issuer, audience: jwt.audience, clockTolerance: jwt.clockTolerance, requiredClaims: ['exp']
         })
         claims = verified.payload
       } catch {
         throw unauthenticated('invalid_token')
       }
+      // The subject is the identity (rate-limit budgets, tenancy.resolve): a token naming no one is refused.
+      if (typeof claims.sub !== 'string' || claims.sub === '') throw unauthenticated('invalid_token')
       const scopes = scopesOf(claims)
       const lacking = (jwt.requiredScopes ?? []).filter(scope => !scopes.includes(scope))
       if (lacking.length > 0) {
@@ -109,7 +114,7 @@ export function authentication (options: AuthOptions): Authentication {
           metadata: { 'www-authenticate': `${challenge}, error="insufficient_scope", scope="${(jwt.requiredScopes ?? []).join(' ')}"` }
         })
       }
-      return { subject: claims.sub ?? '', scheme: 'jwt', scopes, claims }
+      return { subject: claims.sub, scheme: 'jwt', scopes, claims }
     }
     if (bearerTokens?.(token) === true) return { subject: `bearer:${sha256(token).toString('hex').slice(0, 12)}`, scheme: 'bearer', scopes: [] }
     const verified = await options.bearer?.verify?.(token, context)
