@@ -9,6 +9,7 @@ import { conformanceAgent, conformanceCard } from '../examples/agent.js'
 import { eventually, post, startServer, userMessage, V1 } from './helpers/server.js'
 import { rest } from './helpers/rest.js'
 import { connect, wsUrl } from './helpers/ws.js'
+import { connectV1, v1Url } from './helpers/ws-a2a-v1.js'
 
 interface Seen { binding: string, method: string, outcome?: CallOutcome['status'], reason?: string }
 
@@ -107,6 +108,65 @@ t.test('enrichment: identity, scopes and tenant set by an interceptor reach the 
   const taskId = body.result.task.id
   t.equal((await server.fastify.a2a.taskStore.get(taskId, { tenant: 'acme' }))?.id, taskId, 'stored in that tenant')
   t.equal(await server.fastify.a2a.taskStore.get(taskId, { tenant: '' }), undefined)
+})
+
+const SEED_WS = 'https://a2a-rust.com/bindings/websocket/v1'
+
+t.test('an interceptor sees the tenant the call names, on every binding and both WebSocket dialects', async t => {
+  const seen: string[] = []
+  const server = await startServer({ interceptors: [{ before (context) { seen.push(`${context.binding} ${JSON.stringify(context.tenant)}`) } }] })
+  t.teardown(() => server.close())
+  await post(server.endpoint, { jsonrpc: '2.0', id: 1, method: 'GetTask', params: { tenant: 'acme', id: 'x' } })
+  await post(server.endpoint, { jsonrpc: '2.0', id: 2, method: 'GetTask', params: { id: 'x' } })
+  await rest(server.endpoint, 'GET', '/acme/tasks/x')
+  await rest(server.endpoint, 'GET', '/tasks/x?tenant=acme')
+  const seed = await connect(wsUrl(server.origin))
+  t.teardown(() => seed.close())
+  await seed.request('GetTask', { tenant: 'acme', id: 'x' })
+  const v1 = await connectV1(v1Url(server.origin))
+  t.teardown(() => v1.close())
+  await v1.request('g', 'GetTask', { tenant: 'acme', id: 'x' })
+  t.same(seen, ['JSONRPC "acme"', 'JSONRPC ""', 'HTTP+JSON "acme"', 'HTTP+JSON "acme"', `${SEED_WS} "acme"`, 'WEBSOCKET "acme"'])
+})
+
+t.test('an interceptor refusing a tenant refuses it on every binding with the same error, and nothing is stored there', async t => {
+  const server = await startServer({ interceptors: [{ before (context) { if (context.tenant === 'admin') throw new PermissionDeniedError() } }] })
+  t.teardown(() => server.close())
+  const message = userMessage('x')
+  const rpcReply = await post(server.endpoint, { jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { tenant: 'admin', message } })
+  t.equal(rpcReply.status, 403)
+  const error = { code: -32600, message: 'permission denied', data: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'PERMISSION_DENIED', domain: 'a2a-rust.com' }] }
+  t.same(rpcReply.body, { jsonrpc: '2.0', id: 1, error }, 'JSON-RPC')
+  const restReply = await rest(server.endpoint, 'POST', '/admin/message:send', { body: { message } })
+  t.equal(restReply.status, 403)
+  t.same(restReply.body, { error: { code: 403, status: 'PERMISSION_DENIED', message: 'permission denied', details: error.data } }, 'HTTP+JSON')
+  const seed = await connect(wsUrl(server.origin))
+  t.teardown(() => seed.close())
+  t.same(await seed.request('SendMessage', { tenant: 'admin', message }, 1), { jsonrpc: '2.0', id: 1, error }, 'WebSocket')
+  const v1 = await connectV1(v1Url(server.origin))
+  t.teardown(() => v1.close())
+  t.same(await v1.request('s', 'SendMessage', { tenant: 'admin', message }), { jsonrpc: '2.0', id: 's', error }, 'WebSocket a2a.v1')
+  t.equal((await server.fastify.a2a.taskStore.list({ pageSize: 10 }, { tenant: 'admin' })).totalSize, 0)
+})
+
+t.test('an interceptor pinning the default tenant is not overridden by the tenant the call names', async t => {
+  const server = await startServer({ interceptors: [{ before (context) { context.tenant = context.serviceParams['x-org'] ?? '' } }] })
+  t.teardown(() => server.close())
+  const message = userMessage('x')
+  const ids = [
+    (await post(server.endpoint, { jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { tenant: 'victim-org', message } })).body.result.task.id,
+    (await rest(server.endpoint, 'POST', '/victim-org/message:send', { body: { message } })).body.task.id,
+    (await rest(server.endpoint, 'POST', '/message:send', { body: { tenant: 'victim-org', message } })).body.task.id
+  ]
+  const seed = await connect(wsUrl(server.origin))
+  t.teardown(() => seed.close())
+  ids.push((await seed.request('SendMessage', { tenant: 'victim-org', message })).result.task.id)
+  const v1 = await connectV1(v1Url(server.origin))
+  t.teardown(() => v1.close())
+  ids.push((await v1.request('s', 'SendMessage', { tenant: 'victim-org', message })).result.task.id)
+  const store = server.fastify.a2a.taskStore
+  t.same((await store.list({ pageSize: 10 }, { tenant: '' })).tasks.map(task => task.id).sort(), [...ids].sort(), 'JSON-RPC, HTTP+JSON (path and body), WebSocket, a2a.v1: all in the default tenant')
+  t.equal((await store.list({ pageSize: 10 }, { tenant: 'victim-org' })).totalSize, 0, 'none in the tenant named')
 })
 
 t.test('fastify.a2a.addInterceptor adds to the chain of every binding; ordinary Fastify hooks run too', async t => {

@@ -52,11 +52,11 @@ function requestOf (rawHeaders: string[], url: string, query: unknown = {}): Fas
 
 t.test('an HTTP call context makes its service parameters when they are first read, then keeps them', async t => {
   const rawHeaders = [...RAW]
-  const context = new HttpCallContext('HTTP+JSON', 'SendMessage', requestOf(rawHeaders, '/tenant-a/message:send?x=1'), 'tenant-a')
+  const context = new HttpCallContext('HTTP+JSON', 'SendMessage', requestOf(rawHeaders, '/tenant-a/message:send?x=1'))
   t.same(context.extensions, ['urn:a', 'urn:b'], 'the extensions, from their header alone')
   t.equal(context.binding, 'HTTP+JSON')
   t.equal(context.method, 'SendMessage')
-  t.equal(context.tenant, 'tenant-a')
+  t.equal(context.tenant, '', 'the runner reads the tenant from the params')
   t.equal(context.identity, undefined)
 
   // A line added after the context was made shows: the parameters are made on the first read.

@@ -90,6 +90,25 @@ t.test('a tenant header, and a resolver that wins over everything', async t => {
   t.equal((await resolved.fastify.a2a.taskStore.get(sent.body.task.id, { tenant: 'org-42' }))?.id, sent.body.task.id)
 })
 
+t.test('a tenant header goes over the request\'s tenant field on every binding, not over the REST path', async t => {
+  const byHeader = await startServer({ tenancy: { header: 'x-tenant' } })
+  t.teardown(() => byHeader.close())
+  const store = byHeader.fastify.a2a.taskStore
+  const tenantOf = async (id: string) => (await Promise.all(['from-header', 'named', 'path'].map(async tenant => await store.get(id, { tenant }) === undefined ? [] : [tenant]))).flat()
+  const headers = { ...V1, 'x-tenant': 'from-header' }
+  const message = userMessage('x')
+  const viaRpc = await post(byHeader.endpoint, { jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { tenant: 'named', message } }, headers)
+  t.same(await tenantOf(viaRpc.body.result.task.id), ['from-header'], 'JSON-RPC')
+  const restHeaders = { ...headers, 'content-type': 'application/json' }
+  const viaBody = await rest(byHeader.endpoint, 'POST', '/message:send', { body: { tenant: 'named', message }, headers: restHeaders })
+  t.same(await tenantOf(viaBody.body.task.id), ['from-header'], 'HTTP+JSON body')
+  const viaPath = await rest(byHeader.endpoint, 'POST', '/path/message:send', { body: { tenant: 'named', message }, headers: restHeaders })
+  t.same(await tenantOf(viaPath.body.task.id), ['path'], 'HTTP+JSON path')
+  const client = await connect(wsUrl(byHeader.origin), { headers: { 'x-tenant': 'from-header' } })
+  t.teardown(() => client.close())
+  t.same(await tenantOf((await client.request('SendMessage', { tenant: 'named', message })).result.task.id), ['from-header'], 'WebSocket')
+})
+
 t.test('bad tenancy options fail registration, naming the option', async t => {
   const options = (tenancy: unknown) => normalizeOptions({ executor: conformanceAgent, card: conformanceCard, tenancy: tenancy as never })
   const refusals: Array<[unknown, string]> = [

@@ -96,10 +96,10 @@ export class HttpCallContext implements CallContext {
   readonly #url: string
   #serviceParams: ServiceParams | undefined = undefined
 
-  constructor (binding: string, method: string, request: FastifyRequest, tenant = '') {
+  constructor (binding: string, method: string, request: FastifyRequest) {
     this.binding = binding
     this.method = method
-    this.tenant = tenant
+    this.tenant = ''
     this.#rawHeaders = request.raw.rawHeaders
     this.#url = request.url
     this.extensions = requestedExtensions(serviceParamFromHeaders(this.#rawHeaders, 'a2a-extensions'))
@@ -241,24 +241,29 @@ export class CallRunner {
 
   /**
    * Runs the interceptor chain, validates `params` and runs the call. `context.extensions`
-   * holds the requested extensions on entry and the activated ones on return. `version` is
-   * the requested A2A-Version (undefined when absent). Every interceptor's `onComplete`
-   * runs exactly once: when a unary call settles, or when a stream ends, fails or is left.
+   * holds the requested extensions on entry and the activated ones on return;
+   * `context.tenant` is set to the tenant `params` name before the chain, and is the call's
+   * tenant as the chain leaves it. `version` is the requested A2A-Version (undefined when
+   * absent). Every interceptor's `onComplete` runs exactly once: when a unary call settles,
+   * or when a stream ends, fails or is left.
    */
   async run (spec: MethodSpec, params: unknown, version: string | undefined, context: CallContext, request?: FastifyRequest): Promise<CallResult> {
     const call: InterceptedCall = { params, request }
     this.#inFlight++
     try {
       if (this.#refusing) throw shuttingDown()
+      // The tenant the params name (REST merges its path's into them), read before the chain:
+      // every interceptor sees it on every binding, and what the chain leaves is the call's
+      // tenant. One the schema refuses is left out; the params' check refuses the call.
+      const named = (params as { tenant?: unknown } | null | undefined)?.tenant
+      if (typeof named === 'string' && isKey(named)) context.tenant = named
       for (const interceptor of this.#options.interceptors) await interceptor.before?.(context, call)
       if (spec.needs !== undefined) this.#options.handler.requireCapability(spec.needs)
       const checked = spec.validate.check(call.params ?? {})
       if (!checked.ok) throw invalidParams(checked.violations)
       checkVersion(version, this.#options.allowMissingVersion)
       context.extensions = this.#activate(context.extensions)
-      const tenant = (checked.value as { tenant?: unknown }).tenant
-      if (context.tenant === '' && typeof tenant === 'string') context.tenant = tenant
-      // A tenant from a header or a resolver has met no schema: it is checked as the request's field is.
+      // A tenant an interceptor set (a header's, a resolver's) has met no schema: it is checked as the request's field is.
       if (context.tenant !== '' && !isKey(context.tenant)) throw invalidParams([{ field: 'tenant', description: TENANT_REFUSED }])
       if (context.tenant !== '' && !this.#options.handler.isolatesTenants) {
         throw new UnsupportedOperationError(`tenant "${context.tenant}": this server's stores cannot keep tenants apart`)

@@ -129,7 +129,8 @@ export async function restDispatcher (fastify: FastifyInstance, options: HttpDis
     const path = request.params as Record<string, string>
     // The path wins over a repeated body or query field (spec §11, transcoding).
     const params = merged(decode === undefined ? readBody(request, options.maxJsonDepth) : decode(request.query as Query), path)
-    const context = new HttpCallContext(REST_BINDING, spec.name, request, path.tenant)
+    // The path's tenant is in `params`: the runner reads it from there, as it does every binding's.
+    const context = new HttpCallContext(REST_BINDING, spec.name, request)
     const result = await runner.run(spec, params, httpRequestedVersion(request), context, request)
     if (context.extensions.length > 0) reply.header('a2a-extensions', context.extensions.join(', '))
     if (result.kind === 'unary') {

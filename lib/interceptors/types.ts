@@ -7,7 +7,10 @@ import type { CallContext } from '../handler/executor.js'
 import type { ServiceParams } from '../service-params.js'
 
 export interface InterceptedCall {
-  /** The params as sent (an interceptor may replace them); they are validated after the chain runs. */
+  /**
+   * The params as sent (an interceptor may replace them); they are validated after the chain
+   * runs. Their `tenant` is read into `context.tenant` before it, and not again.
+   */
   params: unknown
   /** The HTTP request of the call; over WebSocket, the upgrade request of its connection. */
   request?: FastifyRequest
@@ -23,7 +26,10 @@ export interface A2AInterceptor {
   /**
    * Before every call. Throw an A2A error to refuse it (UnauthenticatedError with a
    * `www-authenticate` metadata entry, PermissionDeniedError, RateLimitedError…); set
-   * `context.identity`, `context.scopes` or `context.tenant` to enrich it.
+   * `context.identity`, `context.scopes` or `context.tenant` to enrich it. `context.tenant`
+   * is the tenant the call names on every binding (the REST path's, else the params' `tenant`,
+   * `''` for none), as the interceptors before this one left it; what the chain leaves is the
+   * call's tenant, `''` included.
    */
   before? (context: CallContext, call: InterceptedCall): void | Promise<void>
   /** Exactly once per call that reached the chain, with its outcome. */
