@@ -19,7 +19,6 @@ import { etagMatches, etagOf } from './card.js'
 
 export const REST_BINDING = 'HTTP+JSON'
 
-
 type HttpMethod = 'GET' | 'POST' | 'DELETE'
 
 interface RestRoute {

@@ -986,7 +986,7 @@ export class RequestHandler {
    */
   #execute (execution: Execution, context: ExecutionContext, work: ExecutorCall = 'execute'): void {
     const deadline = this.#deadlines.add(execution)
-    const events = new TurnEvents(this.#sink, execution)
+    const events = this.#eventsFor(execution)
     this.#callExecutor(work, context, events).then(() => {
       TurnEvents.close(events, this.#lateSink)
       if (this.#deadlines.delete(deadline)) this.#executed(execution, undefined)
@@ -1096,7 +1096,7 @@ export class RequestHandler {
     yield * this.#applyStatus(run, state, reason === undefined ? undefined : this.#agentMessage(run, reason))
   }
 
-  #eventsFor (execution: Execution): ExecutionEvents {
+  #eventsFor (execution: Execution): TurnEvents {
     return new TurnEvents(this.#sink, execution)
   }
 
@@ -1192,27 +1192,30 @@ export class RequestHandler {
     return false
   }
 
+  /** A change that is not applied: counted (`ignoredEvents`) and logged with why. */
+  #ignore (taskId: string, fields: Record<string, unknown>, why: string): void {
+    this.#ignoredEvents++
+    this.#options.logger.warn({ taskId, ...fields, ignoredEvents: this.#ignoredEvents }, why)
+  }
+
   /** Was the execution lost to another instance, or abandoned at shutdown? Then its event is ignored, counted and logged. */
   #lostEvent (execution: Execution, kind: string): boolean {
     if (execution.fenced === undefined) return false
-    this.#ignoredEvents++
-    this.#options.logger.warn({ taskId: execution.run.taskId, event: kind, ignoredEvents: this.#ignoredEvents },
+    this.#ignore(execution.run.taskId, { event: kind },
       execution.fenced === 'lost' ? 'executor event after this instance lost the task: ignored' : 'executor event after shutdown abandoned the execution: ignored')
     return true
   }
 
   /** An event of an `execute()` that has returned (or thrown): the execution is over, so the event is ignored, counted and logged. */
   #lateEvent (execution: Execution, kind: string): Promise<void> {
-    this.#ignoredEvents++
-    this.#options.logger.warn({ taskId: execution.run.taskId, event: kind, ignoredEvents: this.#ignoredEvents }, 'executor event after its execution returned: ignored')
+    this.#ignore(execution.run.taskId, { event: kind }, 'executor event after its execution returned: ignored')
     return RESOLVED
   }
 
   /** Is the task over? Then the executor's event is ignored, counted and logged. */
   #ignoredAfterEnd (run: TaskRun, kind: string): boolean {
     if (run.state === undefined || !isTerminal(run.state)) return false
-    this.#ignoredEvents++
-    this.#options.logger.warn({ taskId: run.taskId, event: kind, state: run.state, ignoredEvents: this.#ignoredEvents }, 'executor event after the task ended: ignored')
+    this.#ignore(run.taskId, { event: kind, state: run.state }, 'executor event after the task ended: ignored')
     return true
   }
 
@@ -1236,9 +1239,7 @@ export class RequestHandler {
     const status = stored !== undefined && isTerminal(stored.status.state) ? stored.status : { state: refusal.state }
     run.state = status.state
     for (const execution of run.executions) execution.controller.abort()
-    this.#ignoredEvents++
-    this.#options.logger.warn({ taskId: run.taskId, state: status.state, ignoredEvents: this.#ignoredEvents },
-      'the task ended in another process sharing the store: change ignored, executions aborted')
+    this.#ignore(run.taskId, { state: status.state }, 'the task ended in another process sharing the store: change ignored, executions aborted')
     this.#options.bus.publish(run.topic, statusUpdateEvent(run.taskId, run.contextId, status))
   }
 
