@@ -8,6 +8,7 @@ import {
   A2AClient, CallTimeoutError, ConnectionError, JsonRpcTransport, StreamIncompleteError, UnexpectedStatusError
 } from '../lib/client/index.js'
 import { eventually, startServer, userMessage } from './helpers/server.js'
+import { processWarnings } from './helpers/logs.js'
 
 /** How each call ended, as the server's interceptors saw it, by method. */
 const outcomes: string[] = []
@@ -42,10 +43,7 @@ t.test('aborting a unary call rejects it with the reason', async t => {
 })
 
 t.test('twenty calls sharing one signal: one listener on it, no MaxListeners warning, and its abort rejects them all', async t => {
-  const warnings: string[] = []
-  const onWarning = (warning: Error) => warnings.push(warning.name)
-  process.on('warning', onWarning)
-  t.teardown(() => { process.off('warning', onWarning) })
+  const warnings = processWarnings(t)
   const a2a = client()
   const controller = new AbortController()
   const contextId = `shared-${Date.now()}`

@@ -11,6 +11,7 @@ import {
 } from '../lib/client/index.js'
 import { errorFromRest } from '../lib/client/errors.js'
 import { eventually, startServer, userMessage } from './helpers/server.js'
+import { processWarnings } from './helpers/logs.js'
 import { closingPeer, statusPeer } from './helpers/ws-peers.js'
 
 /** Options whose waits are recorded instead of slept; no jitter unless `random` is given. */
@@ -73,10 +74,7 @@ t.test('an abort stops the waiting and the retrying with its reason', async t =>
 })
 
 t.test('twelve loops waiting on one signal: one listener on it, no MaxListeners warning; its abort stops them all', async t => {
-  const warnings: string[] = []
-  const onWarning = (warning: Error) => warnings.push(warning.name)
-  process.on('warning', onWarning)
-  t.teardown(() => { process.off('warning', onWarning) })
+  const warnings = processWarnings(t)
   const controller = new AbortController()
   let waiting = 0
   const allWaiting = new Promise<void>(resolve => {

@@ -2,7 +2,6 @@
 // so an API key sent in the query string (auth.apiKey.in: 'query') is logged by the A2A
 // routes redacted, through the instance's own `req` serializer (the user's routes log as they
 // did); each refusal by auth is logged (spec §13), what was refused and why, never the credential.
-import { Writable } from 'node:stream'
 import Fastify from 'fastify'
 import t from 'tap'
 import { a2aWebSocket } from '../lib/index.js'
@@ -10,12 +9,12 @@ import { withoutParameter } from '../lib/interceptors/redact.js'
 import { conformanceAgent, conformanceCard } from '../examples/agent.js'
 import { post, V1 } from './helpers/server.js'
 import { connect, refusedUpgrade } from './helpers/ws.js'
+import { logLines } from './helpers/logs.js'
 
 const SECRET = 'key-that-must-not-be-logged'
 
 t.test('an API key in the query string is not written to the log, on any binding', async t => {
-  const lines: string[] = []
-  const stream = new Writable({ write (chunk, _encoding, done) { lines.push(...chunk.toString().split('\n').filter(Boolean)); done() } })
+  const { stream, lines } = logLines()
   const fastify = Fastify({
     logger: { level: 'trace', stream, serializers: { req: (request) => ({ url: request.url, own: 'the user\'s serializer' }) } }
   })
@@ -51,8 +50,7 @@ t.test('an API key in the query string is not written to the log, on any binding
 })
 
 t.test('with Fastify\'s own serializer the request is logged as it logs it, the key redacted', async t => {
-  const lines: string[] = []
-  const stream = new Writable({ write (chunk, _encoding, done) { lines.push(chunk.toString()); done() } })
+  const { stream, lines } = logLines()
   const fastify = Fastify({ logger: { stream } })
   await fastify.register(a2aWebSocket, { executor: conformanceAgent, card: conformanceCard, auth: { apiKey: { name: 'api_key', in: 'query', keys: [SECRET] } } })
   t.teardown(() => fastify.close())
@@ -71,8 +69,7 @@ t.test('withoutParameter replaces every value of the parameter, compared decoded
 })
 
 t.test('every refusal by auth is logged with its binding, method and reason, never with the credential', async t => {
-  const lines: string[] = []
-  const stream = new Writable({ write (chunk, _encoding, done) { lines.push(...chunk.toString().split('\n').filter(Boolean)); done() } })
+  const { stream, lines } = logLines()
   const fastify = Fastify({ logger: { stream } })
   await fastify.register(a2aWebSocket, { executor: conformanceAgent, card: conformanceCard, auth: { bearer: { tokens: ['right'] } } })
   await fastify.listen({ host: '127.0.0.1', port: 0 })

@@ -4,7 +4,6 @@
 // of logs, shutdown.
 import { createServer } from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
-import { Writable } from 'node:stream'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
@@ -13,6 +12,7 @@ import t, { type Test } from 'tap'
 import { conformanceAgent, conformanceCard } from '../examples/agent.js'
 import { MemoryPushConfigStore, a2aWebSocket, type PushConfigStore, type PushDeliveryReport, type PushSender } from '../lib/index.js'
 import { eventually, result, startServer, stream, userMessage, type TestServer } from './helpers/server.js'
+import { logLines, processWarnings } from './helpers/logs.js'
 import { timeoutsMadeIn } from './helpers/timers.js'
 import { startReceiver, type Answer } from './helpers/webhook.js'
 
@@ -399,10 +399,7 @@ t.test('the event stream never waits for a webhook', async t => {
 })
 
 t.test('a dozen deliveries in flight at once print no MaxListenersExceededWarning', async t => {
-  const warnings: Error[] = []
-  const onWarning = (warning: Error) => warnings.push(warning)
-  process.on('warning', onWarning)
-  t.teardown(() => { process.off('warning', onWarning) })
+  const warnings = processWarnings(t)
   let release!: () => void
   const held = new Promise<number>(resolve => { release = () => resolve(200) })
   const { receiver, url, sender } = await setup(t, () => held)
@@ -413,7 +410,7 @@ t.test('a dozen deliveries in flight at once print no MaxListenersExceededWarnin
   await eventually(() => receiver.received.length === tasks)
   // A warning is emitted on the next tick: let it come.
   await new Promise(resolve => setImmediate(resolve))
-  t.same(warnings.map(warning => warning.name), [], `${tasks} attempts, one per config, each waiting on the closing signal`)
+  t.same(warnings, [], `${tasks} attempts, one per config, each waiting on the closing signal`)
   release()
   await sender.idle()
   t.equal(sender.stats.delivered, tasks * 4)
@@ -489,8 +486,8 @@ t.test('shutdown: the push deliveries of a task\'s last events get taskGrace, so
 t.test('failures are logged without the URL, the token or the credentials', async t => {
   const receiver = await startReceiver(() => 400)
   t.teardown(() => receiver.close())
-  const lines: string[] = []
-  const fastify = Fastify({ logger: { level: 'warn', stream: new Writable({ write (chunk, _encoding, done) { lines.push(chunk.toString()); done() } }) } })
+  const { stream: logStream, lines } = logLines()
+  const fastify = Fastify({ logger: { level: 'warn', stream: logStream } })
   await fastify.register(a2aWebSocket, { executor: conformanceAgent, card: conformanceCard, push: { allow: ['127.0.0.1'] } })
   await fastify.listen({ host: '127.0.0.1', port: 0 })
   t.teardown(() => fastify.close())

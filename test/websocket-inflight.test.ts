@@ -2,11 +2,11 @@
 // ends); past it a request is refused with -32603 and RetryInfo, a notification with a
 // null id; responses come in any order, correlated by id.
 import type { AddressInfo } from 'node:net'
-import { Writable } from 'node:stream'
 import Fastify from 'fastify'
 import t from 'tap'
 import { conformanceAgent, conformanceCard } from '../examples/agent.js'
 import { a2aWebSocket } from '../lib/index.js'
+import { logLines } from './helpers/logs.js'
 import { eventually, startServer, userMessage } from './helpers/server.js'
 import { clientFrame, connect, frameReader, rawUpgrade, wsUrl } from './helpers/ws.js'
 
@@ -80,8 +80,7 @@ t.test('the limit is an option', async t => {
 })
 
 t.test('refusals past the limit are answered, not logged: a client flooding frames does not flood the log', async t => {
-  const lines: string[] = []
-  const stream = new Writable({ write (chunk, _encoding, done) { lines.push(...chunk.toString().split('\n').filter(Boolean)); done() } })
+  const { stream, lines } = logLines()
   const fastify = Fastify({ logger: { level: 'trace', stream } })
   await fastify.register(a2aWebSocket, { executor: conformanceAgent, card: conformanceCard, websocket: { maxInFlight: 1 } })
   await fastify.listen({ host: '127.0.0.1', port: 0 })
