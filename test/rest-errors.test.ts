@@ -89,6 +89,20 @@ t.test('the extended card: 400 EXTENDED_AGENT_CARD_NOT_CONFIGURED, 400 UNSUPPORT
   t.same(refused.body, { error: { code: 400, status: 'FAILED_PRECONDITION', message: 'Unsupported operation: the extended agent card is not supported', details: [errorInfo('UNSUPPORTED_OPERATION')] } })
 })
 
+t.test('a method the card does not declare is refused before its params and its version are checked, the extended card as push and streaming', async t => {
+  const bare = await startServer({ card: { ...conformanceCard, capabilities: {} } })
+  t.teardown(() => bare.close())
+  const noVersion = { headers: {} }
+  const card = await rest(bare.endpoint, 'GET', '/extendedAgentCard', noVersion)
+  t.equal(card.status, 400)
+  t.same(card.body, { error: { code: 400, status: 'FAILED_PRECONDITION', message: 'Unsupported operation: the extended agent card is not supported', details: [errorInfo('UNSUPPORTED_OPERATION')] } })
+  const json = { headers: { 'content-type': 'application/json' } }
+  const stream = await rest(bare.endpoint, 'POST', '/message:stream', { ...json, body: { message: 'not a message' } })
+  t.same(stream.body, { error: { code: 400, status: 'FAILED_PRECONDITION', message: 'Unsupported operation: streaming is not supported', details: [errorInfo('UNSUPPORTED_OPERATION')] } })
+  const push = await rest(bare.endpoint, 'POST', '/tasks/any/pushNotificationConfigs', { ...json, body: { url: 42 } })
+  t.same(push.body, { error: { code: 400, status: 'FAILED_PRECONDITION', message: 'Push notifications are not supported', details: [errorInfo('PUSH_NOTIFICATION_NOT_SUPPORTED')] } })
+})
+
 t.test('VersionNotSupported → 400 FAILED_PRECONDITION, a missing A2A-Version meaning 0.3', async t => {
   const missing = await rest(base, 'GET', '/tasks/x', { headers: {} })
   t.equal(missing.status, 400)

@@ -1,7 +1,9 @@
 // One A2A call, whatever the binding: the method table, params validated by the
 // compiled schemas, the version and extension checks, then the handler. Every
 // dispatcher goes through `CallRunner.run`, so each binding checks the same things in
-// the same order: method (-32601), params (-32602), version (-32009), extensions.
+// the same order: method (-32601), the interceptor chain, the capability the method needs
+// (-32003 push, -32004 streaming and the extended card), params (-32602), version (-32009),
+// extensions (-32008).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import {
   ExtensionSupportRequiredError, UnsupportedOperationError, VersionNotSupportedError, invalidParams, shuttingDown, toA2AError
@@ -55,7 +57,7 @@ export const methods: ReadonlyMap<string, MethodSpec> = new Map([
   method('GetTaskPushNotificationConfig', 'unary', compile(requests.GetTaskPushNotificationConfigRequest), (h, p, c) => h.getTaskPushNotificationConfig(p, c), undefined, 'pushNotifications'),
   method('ListTaskPushNotificationConfigs', 'unary', compile(requests.ListTaskPushNotificationConfigsRequest), (h, p, c) => h.listTaskPushNotificationConfigs(p, c), undefined, 'pushNotifications'),
   method('DeleteTaskPushNotificationConfig', 'unary', compile(requests.DeleteTaskPushNotificationConfigRequest), (h, p, c) => h.deleteTaskPushNotificationConfig(p, c), undefined, 'pushNotifications'),
-  method('GetExtendedAgentCard', 'unary', compile(requests.GetExtendedAgentCardRequest), (h, p, c, r) => h.getExtendedAgentCard(p, c, originOf(r)))
+  method('GetExtendedAgentCard', 'unary', compile(requests.GetExtendedAgentCardRequest), (h, p, c, r) => h.getExtendedAgentCard(p, c, originOf(r)), undefined, 'extendedAgentCard')
 ].map(spec => [spec.name, spec]))
 
 /** Where the client reached the server; none for a request made without a socket (`injectWS`), which has no host to tell. */

@@ -833,7 +833,7 @@ export class RequestHandler {
   }
 
   async getExtendedAgentCard (_params: unknown, context: CallContext, origin?: string): Promise<AgentCard> {
-    if (this.#options.capabilities.extendedAgentCard !== true) throw new UnsupportedOperationError('the extended agent card is not supported')
+    this.requireCapability('extendedAgentCard')
     if (this.#options.extendedCard === undefined) throw new ExtendedAgentCardNotConfiguredError()
     return await this.#options.extendedCard(context, origin)
   }
@@ -1715,11 +1715,11 @@ export class RequestHandler {
   }
 
   /** Throws what a call to a method needing `capability` gets when the card does not declare it. */
-  requireCapability (capability: 'streaming' | 'pushNotifications'): void {
+  requireCapability (capability: 'streaming' | 'pushNotifications' | 'extendedAgentCard'): void {
     if (this.#options.capabilities[capability] === true) return
-    throw capability === 'streaming' ? new UnsupportedOperationError('streaming is not supported') : new PushNotificationNotSupportedError()
+    if (capability === 'pushNotifications') throw new PushNotificationNotSupportedError()
+    throw new UnsupportedOperationError(capability === 'streaming' ? 'streaming is not supported' : 'the extended agent card is not supported')
   }
-
 
   /**
    * Stores a push config once the task's events published so far have their configs looked up:
