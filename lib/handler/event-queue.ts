@@ -65,7 +65,10 @@ export class EventQueue<T> implements AsyncIterableIterator<T> {
 
   next (): Promise<IteratorResult<T>> {
     if (this.#head < this.#items.length) {
-      const value = this.#items[this.#head++] as T
+      const value = this.#items[this.#head] as T
+      // Let go of at once: a reader a little behind would otherwise keep up to 1,024 events
+      // it has read alive, whatever the bound, until the array is cut.
+      (this.#items as Array<T | undefined>)[this.#head++] = undefined
       if (this.#head > 1024 && this.#head * 2 > this.#items.length) {
         this.#items = this.#items.slice(this.#head)
         this.#head = 0
