@@ -264,6 +264,41 @@ t.test('a message to a task that the store fails to record leaves nothing runnin
   t.equal(failing.fastify.a2a.handler.runningExecutions, 0)
 })
 
+t.test('a CancelTask that the store fails after its first read leaves nothing running behind, with and without a cancel hook', async t => {
+  for (const hook of [false, true]) {
+    // Reads go through `get` (a subclass's store has no immediate operations): after `reads`
+    // more reads, every read fails until `reads` is set again.
+    class FlakyStore extends MemoryTaskStore {
+      reads = Infinity
+      override async get (...args: Parameters<MemoryTaskStore['get']>) {
+        if (this.reads-- <= 0) throw new Error('store down')
+        return await super.get(...args)
+      }
+    }
+    const taskStore = new FlakyStore()
+    let hookRan = false
+    const failing = await startServer({
+      taskStore,
+      executor: {
+        async execute (_context, events) { await events.inputRequired('more?') },
+        ...(hook ? { async cancel () { hookRan = true } } : {})
+      }
+    })
+    t.teardown(() => failing.close())
+    const { task } = await result(failing.endpoint, 'SendMessage', { message: userMessage('x') })
+    t.equal(task.status.state, 'TASK_STATE_INPUT_REQUIRED')
+    // The first read finds the task; the next, once its executions are aborted, fails.
+    taskStore.reads = 1
+    const refused = await call(failing.endpoint, 'CancelTask', { id: task.id })
+    t.same(refused.error, { code: -32603, message: 'Internal error' }, `hook ${hook}: the store's failure is an internal error`)
+    t.equal(hookRan, hook)
+    t.equal(failing.fastify.a2a.handler.activeTasks, 0, `hook ${hook}: its run is gone`)
+    t.equal(failing.fastify.a2a.handler.runningExecutions, 0)
+    taskStore.reads = Infinity
+    t.equal((await result(failing.endpoint, 'CancelTask', { id: task.id })).status.state, 'TASK_STATE_CANCELED', 'the store back, the task is canceled')
+  }
+})
+
 t.test('a resumed turn starts from the task holding the new message once, with the memory store and with SQLite', async t => {
   const dir = mkdtempSync(join(tmpdir(), 'a2a-resume-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))

@@ -712,22 +712,29 @@ export class RequestHandler {
   /** CancelTask on this instance: its executions are aborted, the `cancel` hook runs, the task ends CANCELED. */
   async #cancelHere (task: Task, scope: Scope, context: CallContext): Promise<Task> {
     const { executor } = this.#options
-    const executions = this.#runFor(scope, task).executions.slice()
-    for (const execution of executions) execution.controller.abort()
-    if (executor.cancel !== undefined) {
-      const execution = executions[0] ?? this.#newExecution(this.#runFor(scope, task), lastUserMessage(task))
-      try {
-        await executor.cancel(this.#executionContext(execution, projectTask(task), context), this.#eventsFor(execution))
-      } catch (error) {
-        this.#options.logger.error({ err: error, taskId: task.id }, 'executor cancel failed')
+    try {
+      const executions = this.#runFor(scope, task).executions.slice()
+      for (const execution of executions) execution.controller.abort()
+      if (executor.cancel !== undefined) {
+        const execution = executions[0] ?? this.#newExecution(this.#runFor(scope, task), lastUserMessage(task))
+        try {
+          await executor.cancel(this.#executionContext(execution, projectTask(task), context), this.#eventsFor(execution))
+        } catch (error) {
+          this.#options.logger.error({ err: error, taskId: task.id }, 'executor cancel failed')
+        }
       }
+      const run = this.#runFor(scope, await this.#loadTask(task.id, context))
+      await this.#enqueue(run, this.#endTask(run, 'TASK_STATE_CANCELED'))
+      const ended = await this.#loadTask(task.id, context)
+      // It ended otherwise meanwhile (its executor, or its cancel hook, completed it first): not canceled.
+      if (ended.status.state !== 'TASK_STATE_CANCELED') throw taskNotCancelable(ended)
+      return projectTask(ended)
+    } finally {
+      // The run made here for a task nothing runs goes however the call ends: a store read
+      // that failed before the change was queued left it behind for good.
+      const run = this.#runs.get(topicOf(scope.tenant, task.id))
+      if (run !== undefined) this.#dropIfIdle(run)
     }
-    const run = this.#runFor(scope, await this.#loadTask(task.id, context))
-    await this.#enqueue(run, this.#endTask(run, 'TASK_STATE_CANCELED'))
-    const ended = await this.#loadTask(task.id, context)
-    // It ended otherwise meanwhile (its executor, or its cancel hook, completed it first): not canceled.
-    if (ended.status.state !== 'TASK_STATE_CANCELED') throw taskNotCancelable(ended)
-    return projectTask(ended)
   }
 
   async subscribeToTask (params: SubscribeToTaskRequest, context: CallContext): Promise<AsyncIterableIterator<StreamResponse>> {
@@ -1464,6 +1471,11 @@ export class RequestHandler {
   /** An execution that never started: its run goes too once nothing is queued or running (#next may have passed it by). */
   #dropExecution (run: TaskRun, execution: Execution): void {
     dropExecution(run, execution)
+    this.#dropIfIdle(run)
+  }
+
+  /** `run` goes when nothing is queued on it or running. */
+  #dropIfIdle (run: TaskRun): void {
     if (!run.busy && run.executions.length === 0 && this.#runs.get(run.topic) === run) this.#runs.delete(run.topic)
   }
 
