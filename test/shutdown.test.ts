@@ -52,7 +52,12 @@ t.test('fastify.close() with tasks in every phase and a stream open over every b
   await eventually(async () => (await bystander.request('GetTask', { id: completed.id })).error !== undefined)
   t.same((await bystander.request('GetTask', { id: completed.id }, 'late')), { jsonrpc: '2.0', id: 'late', error: unavailable }, 'a new call on an open connection is refused')
   const upgrade = await refusedUpgrade(wsUrl(origin))
-  t.equal(upgrade.status, 503, 'a new upgrade is refused')
+  t.same({ status: upgrade.status, type: upgrade.headers['content-type'], retryAfter: upgrade.headers['retry-after'], body: upgrade.body }, {
+    status: 503,
+    type: 'application/a2a+json; charset=utf-8',
+    retryAfter: '1',
+    body: { error: { code: 503, status: 'UNAVAILABLE', message: 'Service unavailable: the server is shutting down', details: [{ '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: '1s' }] } }
+  }, 'a new upgrade is refused with the head and body of every other refusal')
   const newRequest = await post(endpoint, { jsonrpc: '2.0', id: 'new', method: 'GetTask', params: { id: completed.id } })
   t.equal(newRequest.status, 503, 'a new HTTP request is refused')
 

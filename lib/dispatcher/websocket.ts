@@ -5,7 +5,7 @@
 // parameters, and the thin adapter from a `ws` socket to the connection logic in
 // websocket-connection.ts.
 import { newId } from '../ids.js'
-import { ServerResponse, type IncomingHttpHeaders, type IncomingMessage, type Server } from 'node:http'
+import { ServerResponse, STATUS_CODES, type IncomingHttpHeaders, type IncomingMessage, type Server } from 'node:http'
 import type { Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
@@ -239,10 +239,17 @@ export async function webSocketDispatcher (fastify: FastifyInstance, options: We
 export function refuseUpgrades (server: Server): void {
   const refusal = shuttingDown()
   const body = JSON.stringify(toRestError(refusal))
-  const retryAfter = errorHeaders(refusal)['retry-after']
-  server.on('upgrade', (_request, socket: Socket) => {
-    socket.end(`HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/a2a+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nRetry-After: ${retryAfter}\r\nConnection: close\r\n\r\n${body}`)
-  })
+  const status = refusal.row.httpStatus
+  // The head every other refusal of an upgrade has (`refuse`), written by hand: no route answers.
+  const head = [
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] as string}`,
+    'Content-Type: application/a2a+json; charset=utf-8',
+    `Content-Length: ${Buffer.byteLength(body)}`,
+    ...Object.entries(errorHeaders(refusal)).map(([name, value]) => `${name}: ${value}`),
+    'Connection: close'
+  ]
+  const answer = `${head.join('\r\n')}\r\n\r\n${body}`
+  server.on('upgrade', (_request, socket: Socket) => { socket.end(answer) })
 }
 
 /**
