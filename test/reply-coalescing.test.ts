@@ -159,9 +159,11 @@ t.test('an answer whose head Node refuses to write gets the binding\'s 500, and 
   const origin = `http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}`
   const rpcAnswer = await post(origin, rpc('GetTask', { id: 'x' }), { ...V1, 'x-break': '1' })
   t.equal(rpcAnswer.status, 500)
+  t.equal(rpcAnswer.headers.get('content-type'), 'application/json; charset=utf-8')
   t.same(rpcAnswer.body, { jsonrpc: '2.0', id: null, error: { code: -32603, message: 'Internal error' } })
   const rest = await fetch(`${origin}/tasks/x`, { headers: { ...V1, 'x-break': '1' } })
   t.equal(rest.status, 500)
+  t.equal(rest.headers.get('content-type'), 'application/a2a+json; charset=utf-8', 'the binding\'s media type')
   t.same(await rest.json(), { error: { code: 500, status: 'INTERNAL', message: 'Internal error' } })
   t.equal((await post(origin, rpc('GetTask', { id: 'x' }))).body.error.code, -32001, 'the next call is served')
 })

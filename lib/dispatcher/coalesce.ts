@@ -33,9 +33,10 @@ export function atEndOfTurn (release: () => void): void {
 /**
  * Every answer of this (encapsulated) binding waits for the end of the turn; a hijacked SSE
  * response does not pass here. A callback hook, not an async one: no promise per answer.
- * `internalError` is the binding's body for an answer whose head Node refused to write.
+ * `internalError` is the binding's body, of media type `contentType`, for an answer whose
+ * head Node refused to write.
  */
-export function coalesceReplies (fastify: FastifyInstance, internalError: string): void {
+export function coalesceReplies (fastify: FastifyInstance, internalError: string, contentType: string): void {
   fastify.addHook('onSend', (request, reply, payload, done) => {
     atEndOfTurn(() => {
       try {
@@ -45,7 +46,7 @@ export function coalesceReplies (fastify: FastifyInstance, internalError: string
         // the request's own call stack, where nothing else would catch it.
         request.log.error({ err: error }, 'A2A answer not written')
         if (reply.raw.headersSent) reply.raw.destroy()
-        else reply.raw.writeHead(500, { 'content-type': 'application/json' }).end(internalError)
+        else reply.raw.writeHead(500, { 'content-type': `${contentType}; charset=utf-8` }).end(internalError)
       }
     })
   })

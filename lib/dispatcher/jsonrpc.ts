@@ -2,7 +2,7 @@
 // per body, SSE for the two streaming methods.
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { InternalError, UnsupportedMediaTypeError, errorHeaders, toA2AError, type A2AError } from '../errors/index.js'
-import { HttpCallContext, acceptedBody, httpRequestedVersion, readBodiesAsText, sendHttpAnswer, type HttpDispatcherOptions } from './call.js'
+import { HttpCallContext, PLAIN_JSON, acceptedBody, httpRequestedVersion, readBodiesAsText, sendHttpAnswer, type HttpDispatcherOptions } from './call.js'
 import { failure, failureObject, parseEnvelope, successOf, type JsonRpcId } from './rpc.js'
 import { coalesceReplies } from './coalesce.js'
 import { sendSse } from './sse.js'
@@ -32,7 +32,7 @@ export async function jsonRpcDispatcher (fastify: FastifyInstance, options: Http
   fastify.setErrorHandler((error, request, reply) => {
     sendError(request, reply, null, toA2AError(error, options.bodyLimit))
   })
-  if (options.coalesceReplies) coalesceReplies(fastify, failure(null, new InternalError()))
+  if (options.coalesceReplies) coalesceReplies(fastify, failure(null, new InternalError()), PLAIN_JSON)
 
   /** Answers one request; resolves to nothing (sendHttpAnswer). */
   const serve = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {

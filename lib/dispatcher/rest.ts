@@ -121,7 +121,7 @@ export async function restDispatcher (fastify: FastifyInstance, options: HttpDis
   readBodiesAsText(fastify, options.bodyLimit)
 
   fastify.setErrorHandler((error, request, reply) => sendError(request, reply, toA2AError(error, options.bodyLimit)))
-  if (options.coalesceReplies) coalesceReplies(fastify, JSON.stringify(toRestError(new InternalError())))
+  if (options.coalesceReplies) coalesceReplies(fastify, JSON.stringify(toRestError(new InternalError())), A2A_JSON)
 
   /** Answers one request; resolves to nothing (sendHttpAnswer). */
   const call = async (spec: MethodSpec, decode: QueryDecoder | undefined, request: FastifyRequest, reply: FastifyReply): Promise<void> => {
