@@ -1,5 +1,6 @@
 // The in-memory stores: TTL eviction of terminal tasks, the capacity cap, tenant
 // scoping, artifact appends, cursors.
+import * as v8 from 'node:v8'
 import t from 'tap'
 import { MemoryPushConfigStore, MemoryTaskStore, type Task } from '../lib/index.js'
 
@@ -74,6 +75,69 @@ t.test('maxTasksPerTenant: terminal tasks gone by the TTL or created again runni
   await store.create(task('v'), a)
   t.equal(await store.get('w', a), undefined, 'emptied and filled again, the tenant made room with its terminal w')
   t.ok(await store.get('z', a), 'not with the running z')
+})
+
+// v8.queryObjects (Node 20.13 on): how many objects of a constructor the heap holds, after a full GC.
+const queryObjects = (v8 as { queryObjects?: (ctor: Function, options: { format: 'count' }) => number }).queryObjects
+const heapObjects = (ctor: Function): number => (queryObjects as NonNullable<typeof queryObjects>)(ctor, { format: 'count' })
+
+t.test('maxTasksPerTenant: the tasks a tenant\'s own cap evicts are let go, behind an older terminal task of another tenant too', { skip: queryObjects === undefined && 'v8.queryObjects needs Node 20.13' }, async t => {
+  const store = new MemoryTaskStore({ maxTasks: 10_000, maxTasksPerTenant: 10 })
+  store.createNow(task('a-old', 'TASK_STATE_COMPLETED'), a)
+  const timestamp = new Date().toISOString()
+  // A task of b with more artifacts than are searched through, its index made by a change, then ended.
+  const cycle = (n: number): void => {
+    const id = `b${n}`
+    store.createNow({ ...task(id), artifacts: Array.from({ length: 9 }, (_, i) => ({ artifactId: `x${i}`, parts: [{ text: '' }] })) }, b)
+    store.updateNow(id, { kind: 'artifact', artifact: { artifactId: 'x8', parts: [{ text: '!' }] }, append: true }, b)
+    store.updateNow(id, { kind: 'status', status: { state: 'TASK_STATE_COMPLETED', timestamp } }, b)
+  }
+  for (let n = 0; n < 10; n++) cycle(n)
+  const maps = heapObjects(Map)
+  cycle(10)
+  t.equal(store.getNow('b0', b), undefined, 'b\'s own cap evicted its oldest')
+  t.equal(heapObjects(Map), maps, 'the evicted task\'s artifact index went with it: one made, one let go')
+  const objects = heapObjects(Object)
+  for (let n = 11; n < 2011; n++) cycle(n)
+  const grown = heapObjects(Object) - objects
+  t.ok(grown < 100, `2,000 tasks evicted by b's cap leave nothing behind (${grown} objects more; each kept 2 before)`)
+  t.equal(store.size, 11)
+  t.equal(store.getNow('a-old', a)?.id, 'a-old', 'the older task of a is still held')
+  t.same((await store.list({ pageSize: 20 }, b)).tasks.map(x => x.id).sort(), Array.from({ length: 10 }, (_, i) => `b${2001 + i}`).sort())
+})
+
+t.test('maxTasksPerTenant: once the gone tasks are dropped from the terminal orders, the store and each tenant still evict their oldest terminal task first', async t => {
+  const store = new MemoryTaskStore({ maxTasks: 30, maxTasksPerTenant: 5 })
+  const c = { tenant: 'c' }
+  const end = async (id: string, scope: { tenant: string }): Promise<void> => {
+    await store.update(id, { kind: 'status', status: { state: 'TASK_STATE_COMPLETED', timestamp: new Date().toISOString() } }, scope)
+  }
+  await store.create(task('a1', 'TASK_STATE_COMPLETED'), a)
+  await store.create(task('a2'), a)
+  await store.create(task('a3', 'TASK_STATE_COMPLETED'), a)
+  await store.create(task('c1', 'TASK_STATE_COMPLETED'), c)
+  // b's cap evicts from the middle of the store's order, ten times as many as the store holds.
+  for (let n = 0; n < 100; n++) {
+    await store.create(task(`b${n}`), b)
+    await end(`b${n}`, b)
+  }
+  t.equal(store.size, 9)
+  await store.create(task('b100'), b)
+  t.equal(await store.get('b95', b), undefined, 'b\'s cap evicted its oldest terminal task')
+  t.same((await store.list({ pageSize: 10 }, b)).tasks.map(x => x.id).sort(), ['b100', 'b96', 'b97', 'b98', 'b99'])
+  await end('a2', a)
+  // Filled with running tasks of tenants of one task each: then the store makes room, oldest terminal first.
+  for (let n = 0; n < 21; n++) await store.create(task('d'), { tenant: `d${n}` })
+  t.equal(store.size, 30)
+  const expected: Array<[string, { tenant: string }]> = [['a1', a], ['a3', a], ['c1', c], ['b96', b], ['b97', b], ['b98', b], ['b99', b], ['a2', a]]
+  for (let n = 0; n < expected.length; n++) {
+    await store.create(task('e'), { tenant: `e${n}` })
+    const held = []
+    for (const [id, scope] of expected) if (await store.get(id, scope) !== undefined) held.push(id)
+    t.same(held, expected.slice(n + 1).map(([id]) => id), `room made ${n + 1}: ${expected[n]?.[0]} evicted`)
+  }
+  await t.rejects(store.create(task('e'), { tenant: 'e-last' }), { code: 'A2A_ERR_UNAVAILABLE' }, 'no terminal task left: full')
+  t.equal((await store.get('b100', b))?.id, 'b100', 'the running ones all held')
 })
 
 t.test('maxTasksPerTenant defaults to maxTasks: one tenant may fill the store', async t => {

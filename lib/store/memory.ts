@@ -56,17 +56,32 @@ interface Entry {
 const INDEXED_ARTIFACTS = 8
 
 /**
+ * Past twice the tasks held, and this many more, an order drops its gone entries: a few, so
+ * that each tenant's order of a small cap stays small too.
+ */
+const GONE_SLACK = 16
+
+/**
  * Entries in the order their tasks became terminal: the TTL sweep and the eviction read
  * from the front, skipping an entry whose task is gone. (A Map's first key, read instead,
- * steps over every entry deleted since V8 last compacted it.)
+ * steps over every entry deleted since V8 last compacted it.) An entry also goes from the
+ * middle (a tenant's own cap, a task expired on a read or created again running), behind an
+ * older one still held: the order keeps no more than twice as many entries as its scope holds
+ * tasks, and a few more.
  */
 class TerminalOrder {
   #entries: Entry[] = []
   #head = 0
 
-  /** Steps past the gone entries at the front first, so an order read only now and then stays short. */
-  push (entry: Entry): void {
+  /**
+   * Steps past the gone entries at the front first, so an order read only now and then stays short.
+   * `held`: how many tasks the order's scope (the store, or the tenant) holds, at least as many as
+   * its entries held: past twice that (and GONE_SLACK) at least half of them are gone and are
+   * dropped, a pass the pushes since the last one pay for.
+   */
+  push (entry: Entry, held: number): void {
     this.oldest()
+    if (this.#entries.length > 2 * held + GONE_SLACK) this.#compact()
     this.#entries.push(entry)
   }
 
@@ -84,6 +99,18 @@ class TerminalOrder {
       }
     }
     return undefined
+  }
+
+  /** Keeps the entries held, in their order, in place: the array shrinks, no other is made. */
+  #compact (): void {
+    const entries = this.#entries
+    let kept = 0
+    for (let index = this.#head; index < entries.length; index++) {
+      const entry = entries[index] as Entry
+      if (entry.held) entries[kept++] = entry
+    }
+    entries.length = kept
+    this.#head = 0
   }
 }
 
@@ -209,6 +236,7 @@ export class MemoryTaskStore implements TaskStore, ImmediateTaskStore {
       // evicted as finished): a fresh entry, and the old one let go there, as an evicted one is.
       entry.held = false
       entry.task = EVICTED
+      entry.artifactIndex = undefined
       entry = { task, tenant: scope.tenant, updatedAt, version: 1, terminalSince: Number.NaN, held: true, artifactIndex: undefined }
       tasks.set(task.id, entry)
     } else {
@@ -218,7 +246,7 @@ export class MemoryTaskStore implements TaskStore, ImmediateTaskStore {
       entry.version = 1
       entry.artifactIndex = undefined
     }
-    if (isTerminal(task.status.state)) this.#markTerminal(entry)
+    if (isTerminal(task.status.state)) this.#markTerminal(entry, tasks)
     return entry.version
   }
 
@@ -232,7 +260,8 @@ export class MemoryTaskStore implements TaskStore, ImmediateTaskStore {
   }
 
   updateNow (id: string, change: TaskChange, scope: Scope): number | undefined {
-    const entry = this.#tenants.get(scope.tenant)?.get(id)
+    const tasks = this.#tenants.get(scope.tenant)
+    const entry = tasks?.get(id)
     if (entry === undefined) return undefined
     const { task } = entry
     // Nothing leaves a terminal state: whoever shares this store and ended the task first wins.
@@ -241,7 +270,7 @@ export class MemoryTaskStore implements TaskStore, ImmediateTaskStore {
       case 'status':
         task.status = change.status
         entry.updatedAt = this.#timeOf(change.status.timestamp)
-        if (isTerminal(change.status.state)) this.#markTerminal(entry)
+        if (isTerminal(change.status.state)) this.#markTerminal(entry, tasks as Map<string, Entry>)
         break
       case 'history':
         (task.history ??= []).push(change.message)
@@ -324,17 +353,17 @@ export class MemoryTaskStore implements TaskStore, ImmediateTaskStore {
     return this.#now() - entry.terminalSince >= this.#ttl
   }
 
-  /** A task marked again keeps its place in the orders, with the new time. */
-  #markTerminal (entry: Entry): void {
+  /** A task marked again keeps its place in the orders, with the new time. `tasks`: its tenant's. */
+  #markTerminal (entry: Entry, tasks: Map<string, Entry>): void {
     const first = Number.isNaN(entry.terminalSince)
     entry.terminalSince = this.#now()
     if (!first) return
-    this.#terminalOrder.push(entry)
+    this.#terminalOrder.push(entry, this.#count)
     const tenantOrders = this.#tenantTerminalOrders
     if (tenantOrders === undefined) return
     let order = tenantOrders.get(entry.tenant)
     if (order === undefined) tenantOrders.set(entry.tenant, order = new TerminalOrder())
-    order.push(entry)
+    order.push(entry, tasks.size)
   }
 
   /** Evicts the oldest terminal task of `order`; with none, the store is full. */
@@ -351,6 +380,7 @@ export class MemoryTaskStore implements TaskStore, ImmediateTaskStore {
     this.#pushConfigs?.deleteTask(entry.task.id, entry.tenant)
     entry.held = false
     entry.task = EVICTED
+    entry.artifactIndex = undefined
     this.#count--
     if (tasks.size === 0) {
       this.#tenants.delete(entry.tenant)
