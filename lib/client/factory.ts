@@ -27,6 +27,8 @@ export interface ClientFactoryOptions extends TransportOptions {
   WebSocket?: WebSocketConstructor
   /** For the card and the HTTP transports: a fetch to use instead of the global one. */
   fetch?: typeof fetch
+  /** For the HTTP transports: the largest event of a stream (HttpTransportOptions). */
+  maxEventSize?: number
   /** For the WebSocket transport. */
   maxPending?: number
   /** For the WebSocket transport. */
@@ -81,9 +83,9 @@ export function createTransport (agentInterface: AgentInterface, options: Client
       return new WebSocketTransport({ ...common, dialect, WebSocket: options.WebSocket, maxPending: options.maxPending, connectTimeout: options.connectTimeout })
     }
     case JSONRPC_BINDING:
-      return new JsonRpcTransport({ ...common, fetch: options.fetch })
+      return new JsonRpcTransport({ ...common, fetch: options.fetch, maxEventSize: options.maxEventSize })
     case REST_BINDING:
-      return new RestTransport({ ...common, fetch: options.fetch })
+      return new RestTransport({ ...common, fetch: options.fetch, maxEventSize: options.maxEventSize })
     default:
       throw new NoSupportedInterfaceError([agentInterface.protocolBinding], [WEBSOCKET_BINDING_URI, A2A_V1_BINDING, JSONRPC_BINDING, REST_BINDING])
   }

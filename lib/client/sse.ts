@@ -1,6 +1,11 @@
 // Server-sent events (the WHATWG event-stream format) read from a fetch body, for both
 // HTTP bindings. Only `event` and `data` matter to A2A; comments, `id` and `retry` are
 // skipped. An event is dispatched at its blank line, so a body cut mid-event yields none.
+//
+// Each read is searched for line ends once, and a line that spans reads is kept as the
+// pieces it came in, joined once when it ends: one large event (a task snapshot grows with
+// its task) costs time in proportion to its size, whatever the reads it comes in.
+import { InvalidResponseError } from './errors.js'
 
 export interface SseEvent {
   /** The `event:` field; `message` when there is none. */
@@ -9,27 +14,77 @@ export interface SseEvent {
   data: string
 }
 
-export async function * readSse (body: ReadableStream<Uint8Array>): AsyncGenerator<SseEvent> {
+export interface SseOptions {
+  /** The largest event, in characters of its lines (line ends not counted). Default DEFAULT_MAX_EVENT_SIZE. */
+  maxEventSize?: number
+}
+
+/** 64 Mi characters: 16 times the server's largest request body (`bodyLimit`, 4 MiB). */
+export const DEFAULT_MAX_EVENT_SIZE = 64 * 1024 * 1024
+
+/** The option `maxEventSize` checked: a positive integer, or Infinity for no limit; the default when unset. */
+export function maxEventSizeOption (value: number | undefined): number {
+  if (value === undefined) return DEFAULT_MAX_EVENT_SIZE
+  if (value !== Infinity && !(Number.isSafeInteger(value) && value > 0)) throw new TypeError(`maxEventSize must be a positive integer or Infinity; got ${String(value)}`)
+  return value
+}
+
+const LF = 10
+
+export async function * readSse (body: ReadableStream<Uint8Array>, options: SseOptions = {}): AsyncGenerator<SseEvent> {
+  const maxEventSize = maxEventSizeOption(options.maxEventSize)
   const reader = body.getReader()
   const decoder = new TextDecoder()
-  let buffer = ''
+  // The line not ended yet, as the pieces of the reads it came in.
+  let pending: string[] = []
+  let pendingLength = 0
+  // The last read ended with a CR: an LF at the start of the next one is the rest of its CRLF.
+  let afterCr = false
+  // The characters of the event's lines read so far, the one not ended yet included.
+  let size = 0
   let event = ''
   let data: string[] = []
+  const tooLarge = () => new InvalidResponseError(`an event of the stream is larger than maxEventSize, ${maxEventSize} characters`)
   try {
     for (;;) {
       const { value, done } = await reader.read()
-      buffer += done ? decoder.decode() : decoder.decode(value, { stream: true })
+      const text = done ? decoder.decode() : decoder.decode(value, { stream: true })
+      let start = 0
+      if (afterCr && text.length > 0) {
+        if (text.charCodeAt(0) === LF) start = 1
+        afterCr = false
+      }
+      // The next CR and LF at or after `start` (-1: none left in this read), each searched for
+      // again only once `start` has passed it: the read is scanned once for each.
+      let cr = -2
+      let lf = -2
       for (;;) {
-        const end = lineEnd(buffer, done)
-        if (end === undefined) break
-        const line = buffer.slice(0, end.index)
-        buffer = buffer.slice(end.index + end.length)
+        if (cr !== -1 && cr < start) cr = text.indexOf('\r', start)
+        if (lf !== -1 && lf < start) lf = text.indexOf('\n', start)
+        const end = cr === -1 ? lf : lf === -1 ? cr : Math.min(cr, lf)
+        if (end === -1) break
+        let line = text.slice(start, end)
+        if (pending.length > 0) {
+          pending.push(line)
+          line = pending.join('')
+          pending = []
+          pendingLength = 0
+        }
+        start = end + 1
+        if (end === cr) {
+          // A CR ends the line at once; the LF of a CRLF is skipped, in this read or at the start of the next.
+          if (start === text.length) afterCr = true
+          else if (text.charCodeAt(start) === LF) start++
+        }
         if (line === '') {
           if (data.length > 0) yield { event: event === '' ? 'message' : event, data: data.join('\n') }
           event = ''
           data = []
+          size = 0
           continue
         }
+        size += line.length
+        if (size > maxEventSize) throw tooLarge()
         if (line.startsWith(':')) continue
         const colon = line.indexOf(':')
         const field = colon === -1 ? line : line.slice(0, colon)
@@ -39,21 +94,15 @@ export async function * readSse (body: ReadableStream<Uint8Array>): AsyncGenerat
         else if (field === 'data') data.push(value)
       }
       if (done) return
+      if (start < text.length) {
+        pendingLength += text.length - start
+        // A line that never ends (a peer or proxy that never sends one) fails here, not when memory runs out.
+        if (size + pendingLength > maxEventSize) throw tooLarge()
+        pending.push(start === 0 ? text : text.slice(start))
+      }
     }
   } finally {
     // The reader stopping early (or failing) releases the body and with it the connection.
     await reader.cancel().catch(() => {})
   }
-}
-
-/** The first line terminator (CRLF, LF or CR) in `buffer`; a CR at its very end may be half a CRLF, so it waits unless the body is done. */
-function lineEnd (buffer: string, done: boolean): { index: number, length: number } | undefined {
-  const lf = buffer.indexOf('\n')
-  // A CR is looked for only up to the LF: a read of many lines is then scanned once, not once a line.
-  const cr = (lf === -1 ? buffer : buffer.substring(0, lf)).indexOf('\r')
-  if (cr !== -1 && (lf === -1 || cr < lf)) {
-    if (cr + 1 < buffer.length) return { index: cr, length: buffer[cr + 1] === '\n' ? 2 : 1 }
-    return done ? { index: cr, length: 1 } : undefined
-  }
-  return lf === -1 ? undefined : { index: lf, length: 1 }
 }

@@ -11,6 +11,12 @@ export interface HttpTransportOptions extends TransportOptions {
   url: string
   /** A fetch to use instead of the global one. */
   fetch?: typeof fetch
+  /**
+   * The largest event of a stream, in characters of its lines (line ends not counted);
+   * a larger one, or a line that never ends, fails the stream with InvalidResponseError.
+   * `Infinity`: no limit. Default 64 Mi (67,108,864), 16 times the server's `bodyLimit`.
+   */
+  maxEventSize?: number
 }
 
 export type Fetch = typeof fetch
@@ -55,6 +61,8 @@ export interface SseStreamSpec {
   decode (event: SseEvent): StreamResponse
   /** A response that is not an event stream: throws the error it carries. */
   refused (response: Response, call: Deadline): Promise<never>
+  /** The largest event, checked (maxEventSizeOption). */
+  maxEventSize: number
 }
 
 /**
@@ -77,7 +85,7 @@ export function sseStream (spec: SseStreamSpec, options: CallOptions): AsyncIter
       const answer = await response
       if (!answer.ok || !isEventStream(answer) || answer.body === null) await spec.refused(answer, call)
       try {
-        for await (const sse of readSse(answer.body as ReadableStream<Uint8Array>)) {
+        for await (const sse of readSse(answer.body as ReadableStream<Uint8Array>, { maxEventSize: spec.maxEventSize })) {
           const event = spec.decode(sse)
           received++
           taskId ??= taskIdOf(event)

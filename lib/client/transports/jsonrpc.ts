@@ -2,7 +2,7 @@
 import type { StreamResponse } from '../../schema/wire.js'
 import { deadline, type Deadline } from '../deadline.js'
 import { InvalidResponseError, UnexpectedStatusError, errorFromJsonRpc, parseBody, type JsonRpcErrorObject } from '../errors.js'
-import type { SseEvent } from '../sse.js'
+import { maxEventSizeOption, type SseEvent } from '../sse.js'
 import { streamEvent, type CallOptions, type StreamMethod, type Transport, type UnaryMethod } from '../transport.js'
 import { fetcher, readText, requestHeaders, send, sseStream, type Fetch, type HttpTransportOptions } from './http.js'
 
@@ -37,12 +37,14 @@ export class JsonRpcTransport implements Transport {
   readonly url: string
   readonly #options: HttpTransportOptions
   readonly #fetch: Fetch
+  readonly #maxEventSize: number
   #nextId = 0
 
   constructor (options: HttpTransportOptions) {
     this.#options = options
     this.url = options.url
     this.#fetch = fetcher(options)
+    this.#maxEventSize = maxEventSizeOption(options.maxEventSize)
   }
 
   async call (method: UnaryMethod, params: object, options: CallOptions = {}): Promise<unknown> {
@@ -62,7 +64,8 @@ export class JsonRpcTransport implements Transport {
       refused: async (response, call) => {
         await answerOf(response, call)
         throw new InvalidResponseError(`${method} was answered without an event stream`)
-      }
+      },
+      maxEventSize: this.#maxEventSize
     }, options)
   }
 

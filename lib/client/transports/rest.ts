@@ -4,6 +4,7 @@
 import type { StreamResponse } from '../../schema/wire.js'
 import { deadline, type Deadline } from '../deadline.js'
 import { errorFromRest, parseBody } from '../errors.js'
+import { maxEventSizeOption } from '../sse.js'
 import { streamEvent, type CallOptions, type StreamMethod, type Transport, type UnaryMethod } from '../transport.js'
 import { fetcher, readText, requestHeaders, send, sseStream, type Fetch, type HttpTransportOptions } from './http.js'
 
@@ -61,11 +62,13 @@ export class RestTransport implements Transport {
   readonly url: string
   readonly #options: HttpTransportOptions
   readonly #fetch: Fetch
+  readonly #maxEventSize: number
 
   constructor (options: HttpTransportOptions) {
     this.#options = options
     this.url = options.url.replace(/\/+$/, '')
     this.#fetch = fetcher(options)
+    this.#maxEventSize = maxEventSizeOption(options.maxEventSize)
   }
 
   async call (method: UnaryMethod, params: object, options: CallOptions = {}): Promise<unknown> {
@@ -88,7 +91,8 @@ export class RestTransport implements Transport {
         if (event.event === 'error') throw errorFromRest((body as { error?: { code?: number } }).error?.code ?? 500, body)
         return streamEvent(body)
       },
-      refused: failure
+      refused: failure,
+      maxEventSize: this.#maxEventSize
     }, options)
   }
 
