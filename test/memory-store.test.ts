@@ -172,6 +172,16 @@ t.test('artifact chunks append in place; a chunk without append replaces', async
   for (let i = 2; i <= 1000; i++) await store.update('t', { kind: 'artifact', artifact: { artifactId: 'x', parts: [{ text: String(i) }] }, append: true }, a)
   t.equal(stored.artifacts?.[0], artifact, 'the same artifact object grew: no copy per chunk')
   t.equal(artifact?.parts.length, 1000)
+  // Chunks that each add a metadata key: merged into the stored artifact's own object, not
+  // copied whole a chunk (which made such a stream quadratic); the event's object untouched.
+  const firstMetadata = { k1: 1 }
+  await store.update('t', { kind: 'artifact', artifact: { artifactId: 'x', parts: [], metadata: firstMetadata }, append: true }, a)
+  const metadata = artifact?.metadata
+  t.not(metadata, firstMetadata, 'the store holds its own metadata')
+  for (let i = 2; i <= 100; i++) await store.update('t', { kind: 'artifact', artifact: { artifactId: 'x', parts: [], metadata: { [`k${i}`]: i } }, append: true }, a)
+  t.equal(artifact?.metadata, metadata, 'the same metadata object grew: no copy per chunk')
+  t.equal(Object.keys(metadata ?? {}).length, 100)
+  t.same(firstMetadata, { k1: 1 })
   await store.update('t', { kind: 'artifact', artifact: { artifactId: 'x', parts: [{ text: 'fresh' }] }, append: false }, a)
   t.same(stored.artifacts, [{ artifactId: 'x', parts: [{ text: 'fresh' }] }])
 })

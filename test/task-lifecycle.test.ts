@@ -299,6 +299,31 @@ t.test('a CancelTask that the store fails after its first read leaves nothing ru
   }
 })
 
+t.test('a snapshot of a live task keeps its artifacts as they were: later chunks grow neither its parts nor its metadata', async t => {
+  let release = () => {}
+  const gate = new Promise<void>(resolve => { release = resolve })
+  const server = await startServer({
+    executor: {
+      async execute (_context, events) {
+        await events.artifact({ artifactId: 'a', parts: [{ text: 'one' }], metadata: { k1: 1 } })
+        await gate
+        await events.artifact({ artifactId: 'a', parts: [{ text: 'two' }], metadata: { k2: 2 } }, { append: true })
+        await events.completed()
+      }
+    }
+  })
+  t.teardown(() => server.close())
+  const { task } = await result(server.endpoint, 'SendMessage', { message: userMessage('x'), configuration: { returnImmediately: true } })
+  const context = { binding: 'test', method: 'GetTask', serviceParams: {}, tenant: '', extensions: [] }
+  const handler = server.fastify.a2a.handler
+  await eventually(async () => (await handler.getTask({ id: task.id }, context)).artifacts !== undefined)
+  const snapshot = await handler.getTask({ id: task.id }, context)
+  release()
+  await eventually(async () => (await handler.getTask({ id: task.id }, context)).status.state === 'TASK_STATE_COMPLETED')
+  t.same(snapshot.artifacts, [{ artifactId: 'a', parts: [{ text: 'one' }], metadata: { k1: 1 } }])
+  t.same((await handler.getTask({ id: task.id }, context)).artifacts, [{ artifactId: 'a', parts: [{ text: 'one' }, { text: 'two' }], metadata: { k1: 1, k2: 2 } }])
+})
+
 t.test('a resumed turn starts from the task holding the new message once, with the memory store and with SQLite', async t => {
   const dir = mkdtempSync(join(tmpdir(), 'a2a-resume-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))

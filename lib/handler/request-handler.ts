@@ -314,8 +314,11 @@ function artifactChange (artifact: Artifact, options: ArtifactOptions): Artifact
   return { kind: 'artifact', artifact, append: options.append === true }
 }
 
+/** A live artifact as it is now: the store grows its parts and its metadata in place. */
 function copyArtifact (artifact: Artifact): Artifact {
-  return { ...artifact, parts: artifact.parts.slice() }
+  const copy = { ...artifact, parts: artifact.parts.slice() }
+  if (artifact.metadata !== undefined) copy.metadata = copyOwn(artifact.metadata)
+  return copy
 }
 
 /**

@@ -1,6 +1,7 @@
 // In-memory stores: the default. Terminal tasks expire after a TTL and the number of
 // tasks held is capped; both are swept lazily on writes, so no timer keeps the
 // process alive.
+import { copyOwn, spreadInto } from '../copy.js'
 import { TaskTerminalError, UnavailableError, invalidParams } from '../errors/index.js'
 import { InvalidOptionError } from '../options.js'
 import { isKey, type Artifact, type Task } from '../schema/wire.js'
@@ -138,9 +139,11 @@ function before (a: Entry, b: Entry): number {
   return b.updatedAt - a.updatedAt || (a.task.id < b.task.id ? 1 : a.task.id > b.task.id ? -1 : 0)
 }
 
-/** The store's own copy: later appends grow its parts, not the event's. */
+/** The store's own copy: later appends grow its parts and its metadata, not the event's. */
 function storedArtifact (artifact: Artifact): Artifact {
-  return { ...artifact, parts: artifact.parts.slice() }
+  const stored = { ...artifact, parts: artifact.parts.slice() }
+  if (artifact.metadata !== undefined) stored.metadata = copyOwn(artifact.metadata)
+  return stored
 }
 
 /** Where the artifact is among the task's `artifacts`; -1 when it has none of that id. */
@@ -290,7 +293,8 @@ export class MemoryTaskStore implements TaskStore, ImmediateTaskStore {
         } else if (change.append) {
           const existing = artifacts[index] as Artifact
           for (const part of artifact.parts) existing.parts.push(part)
-          if (artifact.metadata !== undefined) existing.metadata = { ...existing.metadata, ...artifact.metadata }
+          // Merged in place: a copy a chunk made a stream whose chunks add keys quadratic.
+          if (artifact.metadata !== undefined) spreadInto(existing.metadata ??= {}, artifact.metadata)
         } else {
           artifacts[index] = storedArtifact(artifact)
         }

@@ -180,9 +180,11 @@ export function storeContract (t: Test, factory: StoreFactory): void {
     const { taskStore } = await fresh(t)
     await taskStore.create(newTask('t', 'TASK_STATE_WORKING', 1), A)
     const write = (artifact: Artifact, append: boolean) => taskStore.update('t', { kind: 'artifact', artifact, append }, A)
-    await write({ artifactId: 'stream', name: 'the stream', parts: [{ text: 'chunk 1' }], metadata: { a: 1, b: 1 } }, false)
+    const first: Artifact = { artifactId: 'stream', name: 'the stream', parts: [{ text: 'chunk 1' }], metadata: { a: 1, b: 1 } }
+    await write(first, false)
     await write({ artifactId: 'other', parts: [{ text: 'other 1' }] }, false)
     await write({ artifactId: 'stream', name: 'ignored on append', parts: [{ text: 'chunk 2' }, { text: 'chunk 3' }], metadata: { b: 2 } }, true)
+    t.same(first, { artifactId: 'stream', name: 'the stream', parts: [{ text: 'chunk 1' }], metadata: { a: 1, b: 1 } }, 'the artifact written first is not changed by the append')
     await write({ artifactId: 'stream', parts: [{ text: 'chunk 4' }] }, true)
     await write({ artifactId: 'fresh', parts: [{ text: 'made by an append' }] }, true)
     // A `__proto__` key, as JSON.parse makes one, merges as a key: the prototype stays Object's.
@@ -204,6 +206,19 @@ export function storeContract (t: Test, factory: StoreFactory): void {
       { artifactId: 'other', parts: [{ text: 'other 1' }] },
       { artifactId: 'fresh', parts: [{ text: 'made by an append' }] }
     ], 'the replaced artifact keeps its place and loses its old parts, name and metadata')
+  })
+
+  t.test('appends whose chunks each add a metadata key: every key kept, the values of later chunks winning', async t => {
+    const { taskStore } = await fresh(t)
+    await taskStore.create(newTask('keys', 'TASK_STATE_WORKING', 1), A)
+    const chunks = 300
+    for (let i = 0; i < chunks; i++) {
+      await taskStore.update('keys', { kind: 'artifact', artifact: { artifactId: 'a', parts: [{ text: `${i}` }], metadata: { [`k${i}`]: i, last: i } }, append: i > 0 }, A)
+    }
+    const [artifact] = (await taskStore.get('keys', A))?.artifacts ?? []
+    t.same(Object.keys(artifact?.metadata ?? {}).sort(), ['last', ...Array.from({ length: chunks }, (_, i) => `k${i}`)].sort())
+    t.equal(artifact?.metadata?.last, chunks - 1)
+    t.equal(artifact?.parts.length, chunks)
   })
 
   t.test('many artifacts: each found by its id, old or new; replace and append keep the order they were made in', async t => {
