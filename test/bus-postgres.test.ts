@@ -1,9 +1,10 @@
 // The PostgreSQL LISTEN/NOTIFY event bus (postgresBus): the contract every bus across
 // instances keeps (test/helpers/bus-contract.ts), then what is its own: events over
 // NOTIFY's 8000-byte limit go through a table, in order with the others; old overflow
-// rows are swept; close() sends what is still queued; a lost listening connection is made
-// again, however many tries that takes; against a database that never answers, queued publishes
-// are lost after connectionTimeout and close() returns; options are checked.
+// rows are swept; a burst of tens of thousands arrives whole and in order; close() sends
+// what is still queued; a lost listening connection is made again, however many tries that
+// takes; against a database that never answers, queued publishes are lost after
+// connectionTimeout and close() returns; options are checked.
 import net from 'node:net'
 import pg from 'pg'
 import t from 'tap'
@@ -108,6 +109,36 @@ if (url !== undefined) {
     for (const one of sent) closing.publish(topic, one)
     await closing.close()
     t.same(await onB, sent)
+  })
+
+  t.test('a burst of 30,000 publishes, large ones among them, more while the first are sent: the other instance gets each once, in order, the outbox drained by no Array shift()', async t => {
+    const a = bus()
+    const b = bus()
+    const sent = Array.from({ length: 30_000 }, (_, i) => event(i % 5000 === 2500 ? `big ${i} ${'x'.repeat(9000)}` : `e ${i}`))
+    const onB = received(b, sent.length)
+    await b.ready(topic)
+    // Array.prototype.shift() copies an array longer than about 16K items at each call: the
+    // outbox is not to be drained with it (a short array's shift is cheap, and allowed).
+    const { shift } = Array.prototype
+    let longestShifted = 0
+    Array.prototype.shift = function (this: unknown[]) {
+      longestShifted = Math.max(longestShifted, this.length)
+      return shift.call(this)
+    }
+    let delivered: StreamResponse[]
+    try {
+      const first = received(b, 1)
+      for (const one of sent.slice(0, 25_000)) a.publish(topic, one)
+      // The first statement has arrived, of some 250: these queue behind what is being sent.
+      await first
+      for (const one of sent.slice(25_000)) a.publish(topic, one)
+      delivered = await onB
+    } finally {
+      Array.prototype.shift = shift
+    }
+    t.equal(delivered.length, sent.length)
+    t.ok(delivered.every((one, i) => one.message?.messageId === sent[i]?.message?.messageId), 'every event once, in publication order')
+    t.ok(longestShifted <= 100, `the longest array shift() was called on held ${longestShifted}`)
   })
 
   t.test('the listening connection lost and the next connections refused: the bus tries until one succeeds, then has every channel again', async t => {

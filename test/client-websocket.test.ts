@@ -1,7 +1,10 @@
 // WebSocketTransport (seed 000) against a real server: upgrade headers, one connection
 // multiplexing calls by generated ids, the pending-call limit, abort and timeout of unary
-// calls and streams, the connect timeout, a dropped connection, and close.
+// calls and streams, the connect timeout, a dropped connection, close, and a reader slower
+// than the socket.
 import { createServer, type Socket } from 'node:net'
+import { setFlagsFromString } from 'node:v8'
+import { runInNewContext } from 'node:vm'
 import t from 'tap'
 import WebSocket from 'ws'
 import {
@@ -9,6 +12,10 @@ import {
   type StreamResponse
 } from '../lib/client/index.js'
 import { eventually, startServer, userMessage } from './helpers/server.js'
+
+// gc() without --expose-gc on the command line: a flag set at run time, read in a new context.
+setFlagsFromString('--expose-gc')
+const gc = runInNewContext('gc') as () => void
 
 const server = await startServer()
 t.teardown(() => server.close())
@@ -242,4 +249,46 @@ t.test('next() called again before the first settled: each call gets its own eve
   const last = (await events.next())
   t.equal(end.value?.statusUpdate?.status.state, 'TASK_STATE_COMPLETED')
   t.same(last, { value: undefined, done: true })
+})
+
+t.test('a reader slower than the socket: 20,000 events buffered are read whole, in order, each let go of once read, none by an Array shift()', async t => {
+  const { transport, client: a2a } = client()
+  t.teardown(() => a2a.close())
+  const count = 20_000
+  const events = a2a.sendStreamingMessage({ message: userMessage(`stream ${count}`) })
+  t.equal((await events.next()).value?.task?.status.state, 'TASK_STATE_SUBMITTED')
+  // Nothing more read until the whole stream has arrived: its end frees the call.
+  await eventually(() => transport.pending === 0, 30_000)
+  const refs: Array<WeakRef<object>> = []
+  // The reader keeps each event's text alone: what it read is then held by nothing of the test's.
+  const readOne = async () => {
+    const { value } = await events.next()
+    if (value === undefined) return undefined
+    refs.push(new WeakRef(value))
+    return value.artifactUpdate?.artifact.parts[0]?.text ?? value.statusUpdate?.status.state
+  }
+  // Array.prototype.shift() copies an array longer than about 16K items at each call: the
+  // buffer is not to be drained with it (a short queue's shift is cheap, and allowed).
+  const { shift } = Array.prototype
+  let longestShifted = 0
+  Array.prototype.shift = function (this: unknown[]) {
+    longestShifted = Math.max(longestShifted, this.length)
+    return shift.call(this)
+  }
+  const read: Array<string | undefined> = []
+  let alive: number
+  try {
+    for (let i = 0; i < count / 2; i++) read.push(await readOne())
+    await new Promise(resolve => setImmediate(resolve))
+    gc()
+    alive = refs.filter(ref => ref.deref() !== undefined).length
+    for (let text = await readOne(); text !== undefined; text = await readOne()) read.push(text)
+  } finally {
+    Array.prototype.shift = shift
+  }
+  t.equal(alive, 0, 'no event read is kept alive while the rest wait')
+  const expected = ['TASK_STATE_WORKING', ...Array.from({ length: count }, (_, i) => `chunk ${i + 1}`), 'TASK_STATE_COMPLETED']
+  t.equal(read.length, expected.length, 'working, the chunks, completed')
+  t.ok(read.every((text, i) => text === expected[i]), 'every event, in order')
+  t.ok(longestShifted <= 100, `the longest array shift() was called on held ${longestShifted}`)
 })

@@ -1,8 +1,9 @@
 // A store with immediate operations (the memory store's `immediate`): an executor's event
 // is stored and published before the call that emits it returns, without a promise per
-// store call. Any other store is awaited. Both give the same task, the same events, in order.
+// store call. Any other store is awaited. Both give the same task, the same events, in order;
+// with one that is awaited, events emitted without awaiting each queue, and apply in order.
 import t from 'tap'
-import { MemoryTaskStore, type AgentExecutor, type TaskStore } from '../lib/index.js'
+import { MemoryTaskStore, openSqliteStores, type AgentExecutor, type TaskStore } from '../lib/index.js'
 import { result, startServer, stream, userMessage } from './helpers/server.js'
 
 const DEFAULT = { tenant: '' }
@@ -87,4 +88,47 @@ t.test('the immediate operations give what the async ones give', async t => {
   t.equal(store.getNow('t', DEFAULT)?.status.state, 'TASK_STATE_COMPLETED')
   t.equal(store.updateNow('missing', { kind: 'status', status: { state: 'TASK_STATE_WORKING', timestamp } }, DEFAULT), undefined)
   t.equal(store.getNow('t', { tenant: 'other' }), undefined)
+})
+
+t.test('an executor that emits 20,000 events without awaiting each, on sqlite: they queue behind the store and apply in order, none through an Array shift()', async t => {
+  const count = 20_000
+  const applied: number[] = []
+  const executor: AgentExecutor = {
+    async execute (_context, events) {
+      await events.working()
+      const pending: Array<Promise<void>> = []
+      for (let i = 0; i < count; i++) {
+        pending.push(events.artifact({ artifactId: 'a', parts: [{ text: String(i) }] }, { append: i > 0 }).then(() => { applied.push(i) }))
+      }
+      await Promise.all(pending)
+      await events.completed()
+    }
+  }
+  const stores = openSqliteStores({ path: ':memory:' })
+  const server = await startServer({ executor, taskStore: stores.taskStore, pushConfigStore: stores.pushConfigStore })
+  t.teardown(async () => {
+    await server.close()
+    stores.close()
+  })
+  // Array.prototype.shift() copies an array longer than about 16K items at each call: the
+  // queue is not to be drained with it (a short array's shift is cheap, and allowed).
+  const { shift } = Array.prototype
+  let longestShifted = 0
+  Array.prototype.shift = function (this: unknown[]) {
+    longestShifted = Math.max(longestShifted, this.length)
+    return shift.call(this)
+  }
+  let task
+  try {
+    task = (await result(server.endpoint, 'SendMessage', { message: userMessage('x') })).task
+  } finally {
+    Array.prototype.shift = shift
+  }
+  t.equal(task.status.state, 'TASK_STATE_COMPLETED')
+  t.equal(applied.length, count)
+  t.ok(applied.every((index, i) => index === i), 'each event\'s promise settled in the order it was emitted')
+  const parts = (await result(server.endpoint, 'GetTask', { id: task.id })).artifacts[0].parts as Array<{ text: string }>
+  t.equal(parts.length, count)
+  t.ok(parts.every((part, i) => part.text === String(i)), 'the chunks stored in order')
+  t.ok(longestShifted <= 100, `the longest array shift() was called on held ${longestShifted}`)
 })

@@ -10,7 +10,9 @@ import { runInNewContext } from 'node:vm'
 import Fastify from 'fastify'
 import t, { type Test } from 'tap'
 import { conformanceAgent, conformanceCard } from '../examples/agent.js'
-import { MemoryPushConfigStore, a2aWebSocket, type PushConfigStore, type PushDeliveryReport, type PushSender } from '../lib/index.js'
+import {
+  MemoryPushConfigStore, PUSH_DEFAULTS, PushSender, a2aWebSocket, type PushConfigStore, type PushDeliveryReport, type PushOutbox
+} from '../lib/index.js'
 import { eventually, result, startServer, stream, userMessage, type TestServer } from './helpers/server.js'
 import { logLines, processWarnings } from './helpers/logs.js'
 import { timeoutsMadeIn } from './helpers/timers.js'
@@ -362,6 +364,101 @@ t.test('past maxQueued, the longest queue drops its oldest waiting delivery: the
   ], 'each drop the oldest waiting: WORKING, then the chunks in order')
   t.equal(reports[0]?.reason, 'queue full')
   t.same(sender.stats, { delivered: 2, failed: 0, refused: 0, dropped: 4 })
+})
+
+/**
+ * A sender of the test's own, with no HTTP: each task has one config; the outbox names each
+ * delivery by task and event (`A1`), holds the attempts until `release()`, then takes every
+ * delivery over (owns answers false), so each ends without a request. Its calls tell which
+ * deliveries were attempted (`owned`) and which dropped (`finished`), in order.
+ */
+function offlineSender (t: Test, maxQueued: number) {
+  let release!: () => void
+  const released = new Promise<boolean>(resolve => { release = () => resolve(false) })
+  const owned: string[] = []
+  const finished: string[] = []
+  const reports: PushDeliveryReport[] = []
+  const store: PushConfigStore = {
+    set: async () => {},
+    get: async () => undefined,
+    list: async (taskId) => ({ configs: [{ id: 'hook', taskId, url: 'http://127.0.0.1:9/' }], nextPageToken: '' }),
+    delete: async () => {}
+  }
+  const outbox: PushOutbox = {
+    record: async (ref, event) => [`${ref.taskId}${event.message?.messageId}`],
+    behind: async () => [],
+    owns: (id) => {
+      owned.push(id)
+      return released
+    },
+    finish: async (id) => { finished.push(id) }
+  }
+  const sender = new PushSender(store, { ...PUSH_DEFAULTS, maxQueued, onDelivery: report => reports.push(report) }, { error () {}, warn () {} }, outbox)
+  t.teardown(() => sender.close())
+  /** Queues event `n` of `taskId`. */
+  const notify = (taskId: string, n: number) => {
+    sender.notify({ message: { messageId: String(n), role: 'ROLE_AGENT', parts: [{ text: String(n) }] } }, { taskId, contextId: 'c', scope: { tenant: '' } })
+  }
+  return { sender, notify, release, owned, finished, reports }
+}
+
+t.test('queues full: the longest drops its oldest waiting delivery, the first made of the longest on a tie; what stays goes in order', async t => {
+  const { sender, notify, release, owned, finished, reports } = offlineSender(t, 6)
+  const steps: Array<[string, number]> = [
+    ['A', 1], ['A', 2], ['A', 3], ['A', 4], ['B', 1], ['B', 2], // 6 queued: A1 and B1 attempted, A2–A4 and B2 waiting
+    ['B', 3], // A has 3 waiting, B 1: A2 goes
+    ['B', 4], // A 2, B 2, a tie: A, made first, loses A3
+    ['B', 5], // A 1, B 3: B2
+    ['C', 1], // B3; C1 is attempted at once
+    ['A', 5], // A 1, B 2, C 0: B4
+    ['A', 6], // A 2, B 1: A4
+    ['C', 2], // A 2: A5
+    ['C', 3] // A 1, B 1, C 1, a three-way tie: A6
+  ]
+  for (const [taskId, n] of steps) {
+    notify(taskId, n)
+    await sender.recorded({ tenant: '', taskId })
+  }
+  t.same(owned, ['A1', 'B1', 'C1'], 'the first of each queue is attempted; nothing else yet')
+  t.same(finished, ['A2', 'A3', 'B2', 'B3', 'B4', 'A4', 'A5', 'A6'], 'the deliveries dropped, in order')
+  t.same(reports.map(r => [r.taskId, r.outcome, r.reason, r.attempts]), finished.map(id => [id[0], 'dropped', 'queue full', 0]), 'each reported')
+  release()
+  await sender.idle()
+  t.same(owned.slice(3).sort(), ['B5', 'C2', 'C3'], 'what was left waiting is attempted')
+  t.same(owned.filter(id => id[0] === 'C'), ['C1', 'C2', 'C3'], 'in its order')
+  t.equal(reports.length, finished.length, 'taken over: no report more')
+})
+
+t.test('a raised maxQueued, 40,000 events for a held webhook: the 10,000 oldest waiting dropped, the rest attempted in order, none by Array shift() or splice()', async t => {
+  const { sender, notify, release, owned, finished, reports } = offlineSender(t, 30_000)
+  // Array.prototype.shift() and splice() copy the array behind the item taken out: a queue of
+  // 30,000 is not to be drained with them (on a short array they are cheap, and allowed).
+  const { shift, splice } = Array.prototype
+  let longest = 0
+  Array.prototype.shift = function (this: unknown[]) {
+    longest = Math.max(longest, this.length)
+    return shift.call(this)
+  }
+  Array.prototype.splice = function (this: unknown[], ...args: Parameters<typeof splice>) {
+    longest = Math.max(longest, this.length)
+    return splice.apply(this, args)
+  }
+  try {
+    for (let n = 0; n < 40_000; n++) notify('A', n)
+    await sender.recorded({ tenant: '', taskId: 'A' })
+    release()
+    await sender.idle()
+  } finally {
+    Array.prototype.shift = shift
+    Array.prototype.splice = splice
+  }
+  t.equal(reports.length, 10_000)
+  t.ok(reports.every(r => r.outcome === 'dropped' && r.reason === 'queue full'), 'each drop reported')
+  const named = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => `A${from + i}`)
+  t.ok(finished.length === 10_000 && finished.every((id, i) => id === `A${i + 1}`), 'dropped: A1 to A10000, oldest first')
+  const expected = ['A0', ...named(10_001, 40_000)]
+  t.ok(owned.length === expected.length && owned.every((id, i) => id === expected[i]), 'attempted: A0, in flight, then A10001 to A39999 in order')
+  t.ok(longest <= 100, `the longest array shift() or splice() was called on held ${longest}`)
 })
 
 // A webhook that never answers fills the shared queue with its own task's events; another

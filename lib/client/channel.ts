@@ -1,8 +1,11 @@
 // A push-fed async iterator: a transport pushes a stream's events as they arrive and
 // ends or fails it; the reader pulls. A failure is thrown once, after the events queued
 // before it; from then on, and after an end or a return, the iterator is done.
+import { Fifo } from '../fifo.js'
+
 export class Channel<T> implements AsyncIterableIterator<T> {
-  readonly #items: T[] = []
+  /** A Fifo: the buffer grows without bound while the reader is slower than the socket. */
+  readonly #items = new Fifo<T>()
   #state: 'open' | 'ended' | 'failed' = 'open'
   /** The failure not yet thrown to the reader. */
   #error: { value: unknown } | undefined
@@ -44,7 +47,7 @@ export class Channel<T> implements AsyncIterableIterator<T> {
   /** Fails the stream at once, dropping the events queued (an abort). */
   abort (error: unknown): void {
     if (this.closed) return
-    this.#items.length = 0
+    this.#items.clear()
     this.fail(error)
   }
 
@@ -58,7 +61,7 @@ export class Channel<T> implements AsyncIterableIterator<T> {
 
   return (): Promise<IteratorResult<T>> {
     const stoppedEarly = !this.closed
-    this.#items.length = 0
+    this.#items.clear()
     this.#error = undefined
     if (stoppedEarly) this.#state = 'ended'
     this.#wake()

@@ -35,6 +35,7 @@ import type {
 import { isInterrupted, isTerminal } from './states.js'
 import { copyOwn, over } from '../copy.js'
 import { SteadyMap } from '../steady-map.js'
+import { Fifo } from '../fifo.js'
 import { topicOf } from '../bus/topic.js'
 
 export interface Logger {
@@ -127,7 +128,8 @@ interface TaskRun {
   state?: TaskState
   /** A change is running (#enqueue); the changes queued meanwhile wait here, in order (made for the first). */
   busy: boolean
-  waiting: QueuedChange[] | undefined
+  /** A Fifo: an executor that emits without awaiting each event, on a store that is not immediate, queues them all. */
+  waiting: Fifo<QueuedChange> | undefined
   /** Goes on with the queue once a change that waited for its store has settled (made for the first: #nextAfter). */
   next: (() => void) | undefined
   /** Mostly one: an array, not a Set (a Set's table for one entry, made and dropped every turn). */
@@ -1417,7 +1419,7 @@ export class RequestHandler {
    */
   #apply<T> (run: TaskRun, change: Steps<T>): MaybePromise<T> {
     if (run.busy) {
-      return new Promise<T>((resolve, reject) => { (run.waiting ??= []).push({ steps: change, resolve: resolve as (value: unknown) => void, reject }) })
+      return new Promise<T>((resolve, reject) => { (run.waiting ??= new Fifo()).push({ steps: change, resolve: resolve as (value: unknown) => void, reject }) })
     }
     run.busy = true
     let outcome: MaybePromise<T>

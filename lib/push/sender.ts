@@ -19,6 +19,7 @@ import { serializeStreamResponse } from '../schema/serialize.js'
 import { topicOf } from '../bus/topic.js'
 import type { PushConfigStore } from '../store/types.js'
 import { hostOf, WebhookGuard, WebhookRefusedError, type Resolver } from './ssrf.js'
+import { Fifo } from '../fifo.js'
 
 export interface PushOptions {
   /**
@@ -127,6 +128,16 @@ interface Delivery {
 }
 
 /**
+ * A config's deliveries: the one being attempted, and those waiting their turn, oldest first. A
+ * Fifo: a slow webhook's may number up to maxQueued, and while the queues are full each new
+ * delivery takes the oldest waiting out of the longest.
+ */
+interface DeliveryQueue {
+  current: Delivery
+  readonly waiting: Fifo<Delivery>
+}
+
+/**
  * The key of a config's delivery queue: the config id's length, a NUL, the config id, then the
  * task's topic. The length says where the config id ends and `topicOf` is injective, so no two
  * configs share a queue, whatever NULs tenants and ids hold: a tenant cannot put its deliveries
@@ -171,7 +182,7 @@ export class PushSender {
   /** Per task: the config lookups of its events, chained so they fan out in event order. */
   readonly #lookups = new Map<string, Promise<void>>()
   /** Per config: its FIFO of deliveries; present while it has any. */
-  readonly #queues = new Map<string, Delivery[]>()
+  readonly #queues = new Map<string, DeliveryQueue>()
   readonly #closing = new AbortController()
   /** Lookups plus deliveries not finished: `idle()` waits for zero. */
   #busy = 0
@@ -325,10 +336,8 @@ export class PushSender {
   configDeleted = (key: TaskKey, configId: string): void => {
     const queue = this.#queues.get(queueKeyOf({ configId, ref: { taskId: key.taskId, scope: { tenant: key.tenant } } }))
     if (queue === undefined) return
-    const [inFlight, ...waiting] = queue
-    if (inFlight !== undefined) inFlight.deleted = true
-    queue.length = 1
-    for (const delivery of waiting) this.#release(delivery)
+    queue.current.deleted = true
+    for (let delivery = queue.waiting.shift(); delivery !== undefined; delivery = queue.waiting.shift()) this.#release(delivery)
   }
 
   #enqueue (delivery: Delivery): void {
@@ -344,10 +353,10 @@ export class PushSender {
     const key = queueKeyOf(delivery)
     const queue = this.#queues.get(key)
     if (queue !== undefined) {
-      queue.push(delivery)
+      queue.waiting.push(delivery)
       return
     }
-    const fresh = [delivery]
+    const fresh = { current: delivery, waiting: new Fifo<Delivery>() }
     this.#queues.set(key, fresh)
     this.#drain(key, fresh).catch((error: unknown) => this.#logger.error({ err: error }, 'push: delivery queue failed'))
   }
@@ -358,10 +367,10 @@ export class PushSender {
    * newest, such as the task's final status, stay). False when no queue has one waiting.
    */
   #makeRoom (): boolean {
-    let longest: Delivery[] | undefined
-    for (const queue of this.#queues.values()) if (queue.length > (longest?.length ?? 1)) longest = queue
+    let longest: DeliveryQueue | undefined
+    for (const queue of this.#queues.values()) if (queue.waiting.length > (longest?.waiting.length ?? 0)) longest = queue
     if (longest === undefined) return false
-    const [oldest] = longest.splice(1, 1) as [Delivery]
+    const oldest = longest.waiting.shift() as Delivery
     this.#report(oldest, { outcome: 'dropped', attempts: 0, reason: 'queue full' })
     this.#release(oldest)
     return true
@@ -374,8 +383,9 @@ export class PushSender {
     this.#settle()
   }
 
-  async #drain (key: string, queue: Delivery[]): Promise<void> {
-    for (let delivery = queue[0]; delivery !== undefined; delivery = queue[0]) {
+  async #drain (key: string, queue: DeliveryQueue): Promise<void> {
+    for (let delivery: Delivery | undefined = queue.current; delivery !== undefined; delivery = queue.waiting.shift()) {
+      queue.current = delivery
       try {
         await this.#deliver(delivery)
       } catch (error) {
@@ -384,7 +394,6 @@ export class PushSender {
         this.#report(delivery, { outcome: 'failed', attempts: 0, reason: 'error' })
       } finally {
         this.#forget(delivery)
-        queue.shift()
         this.#queued--
         this.#settle()
       }
