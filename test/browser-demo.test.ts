@@ -30,6 +30,24 @@ t.test('run as TypeScript, the demo serves lib/client transpiled on the fly', as
   t.match(await (await fetch(`${origin}/demo`)).text(), '<title>A2A client demo · fastify-a2a</title>')
 })
 
+t.test('the client\'s module graph, as a browser loads it from /demo/client/index.js, stays in its folder', async t => {
+  const base = `${origin}/demo/client/`
+  const seen = new Set<string>()
+  const pending = [new URL('index.js', base).href]
+  for (let url = pending.pop(); url !== undefined; url = pending.pop()) {
+    if (seen.has(url)) continue
+    seen.add(url)
+    t.ok(url.startsWith(base), `${url.slice(origin.length)} is in the client's folder`)
+    const response = await fetch(url)
+    t.equal(response.status, 200, url.slice(origin.length))
+    for (const [, specifier] of (await response.text()).matchAll(/(?:import|export)\s[^'";]*?from\s*'([^']+)'/g)) {
+      t.ok(specifier?.startsWith('.'), `${url.slice(origin.length)} imports ${specifier ?? ''}: a path of its own`)
+      pending.push(new URL(specifier as string, url).href)
+    }
+  }
+  t.ok(seen.size > 10, `${seen.size} modules`)
+})
+
 t.test('compiled, as `npm start` runs it, the demo serves the compiled client', async t => {
   const compiled = await startAgentProcess()
   t.teardown(() => { compiled.child.kill('SIGKILL') })

@@ -3,7 +3,7 @@
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import t from 'tap'
-import { Fifo } from '../lib/fifo.js'
+import { Fifo } from '../lib/client/fifo.js'
 
 // gc() without --expose-gc on the command line: a flag set at run time, read in a new context.
 setFlagsFromString('--expose-gc')

@@ -1,7 +1,7 @@
 // A push-fed async iterator: a transport pushes a stream's events as they arrive and
 // ends or fails it; the reader pulls. A failure is thrown once, after the events queued
 // before it; from then on, and after an end or a return, the iterator is done.
-import { Fifo } from '../fifo.js'
+import { Fifo } from './fifo.js'
 
 export class Channel<T> implements AsyncIterableIterator<T> {
   /** A Fifo: the buffer grows without bound while the reader is slower than the socket. */

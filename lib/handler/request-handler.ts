@@ -35,7 +35,7 @@ import type {
 import { isInterrupted, isTerminal } from './states.js'
 import { copyOwn, over } from '../copy.js'
 import { SteadyMap } from '../steady-map.js'
-import { Fifo } from '../fifo.js'
+import { Fifo } from '../client/fifo.js'
 import { topicOf } from '../bus/topic.js'
 
 export interface Logger {

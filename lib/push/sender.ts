@@ -19,7 +19,7 @@ import { serializeStreamResponse } from '../schema/serialize.js'
 import { topicOf } from '../bus/topic.js'
 import type { PushConfigStore } from '../store/types.js'
 import { hostOf, WebhookGuard, WebhookRefusedError, type Resolver } from './ssrf.js'
-import { Fifo } from '../fifo.js'
+import { Fifo } from '../client/fifo.js'
 
 export interface PushOptions {
   /**

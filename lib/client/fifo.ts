@@ -5,6 +5,10 @@
 // COMPACT_AT, so a short queue is not copied every few reads) what is left goes to a new
 // array: fewer items than were read since the last copy, so O(1) a read. `undefined` is not
 // an item: shift() answers it for an empty queue.
+//
+// It lives with the client, which a browser loads as plain modules from its own folder (it
+// may import nothing outside it); the server's long queues (a task's changes, push
+// deliveries) use it too.
 const COMPACT_AT = 1024
 
 export class Fifo<T> {
