@@ -3,6 +3,8 @@
 // time: about a microsecond a key on this machine, and every later read of such an object
 // is megamorphic. Built key by key, the copies share their hidden classes.
 
+import type { Artifact } from './schema/wire.js'
+
 type Keyed = Record<PropertyKey, unknown>
 
 /**
@@ -42,4 +44,15 @@ export function merged<T extends object, U extends object> (base: T, over: U): T
  */
 export function over<T extends object> (base: T, source: object): T {
   return spreadInto(base as Keyed, source, true) as T
+}
+
+/**
+ * An artifact that grows apart from `artifact`: its own `parts` and `metadata`, which the
+ * memory store appends to and merges into in place (the store's copy of an event's artifact,
+ * and a snapshot of a live task's).
+ */
+export function copyArtifact (artifact: Artifact): Artifact {
+  const copy = { ...artifact, parts: artifact.parts.slice() }
+  if (artifact.metadata !== undefined) copy.metadata = copyOwn(artifact.metadata)
+  return copy
 }

@@ -1,4 +1,4 @@
-// lib/fifo.ts: the queue the client's stream buffer, the handler's change queue and the push
+// lib/client/fifo.ts: the queue the client's stream buffer, the handler's change queue and the push
 // delivery queues are drained through: order, what it keeps alive, and what draining copies.
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'

@@ -4,6 +4,10 @@
 import { StreamLaggedError } from '../errors/index.js'
 
 export class EventQueue<T> implements AsyncIterableIterator<T> {
+  /**
+   * A head index over an array, not the client's Fifo: a stream's queue empties at nearly every
+   * event, and the Fifo gives an emptied queue a new array, whose first push then allocates.
+   */
   #items: T[] = []
   #head = 0
   #waiting: { resolve: (result: IteratorResult<T>) => void, reject: (error: unknown) => void } | undefined

@@ -33,7 +33,7 @@ import type {
   AgentExecutor, AgentMessageInput, ArtifactInput, ArtifactOptions, CallContext, ExecutionContext, ExecutionEvents
 } from './executor.js'
 import { isInterrupted, isTerminal } from './states.js'
-import { copyOwn, over } from '../copy.js'
+import { copyArtifact, copyOwn, over } from '../copy.js'
 import { SteadyMap } from '../steady-map.js'
 import { Fifo } from '../client/fifo.js'
 import { topicOf } from '../bus/topic.js'
@@ -314,13 +314,6 @@ type ArtifactChange = Extract<TaskChange, { kind: 'artifact' }>
 
 function artifactChange (artifact: Artifact, options: ArtifactOptions): ArtifactChange {
   return { kind: 'artifact', artifact, append: options.append === true }
-}
-
-/** A live artifact as it is now: the store grows its parts and its metadata in place. */
-function copyArtifact (artifact: Artifact): Artifact {
-  const copy = { ...artifact, parts: artifact.parts.slice() }
-  if (artifact.metadata !== undefined) copy.metadata = copyOwn(artifact.metadata)
-  return copy
 }
 
 /**

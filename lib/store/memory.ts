@@ -1,7 +1,7 @@
 // In-memory stores: the default. Terminal tasks expire after a TTL and the number of
 // tasks held is capped; both are swept lazily on writes, so no timer keeps the
 // process alive.
-import { copyOwn, spreadInto } from '../copy.js'
+import { copyArtifact, spreadInto } from '../copy.js'
 import { TaskTerminalError, UnavailableError, invalidParams } from '../errors/index.js'
 import { InvalidOptionError } from '../options.js'
 import { isKey, type Artifact, type Task } from '../schema/wire.js'
@@ -137,13 +137,6 @@ const EVICTED: Task = Object.freeze({ id: '', status: Object.freeze({ state: 'TA
 /** Newest first; ties broken by id so the order, and so the cursor, is total. */
 function before (a: Entry, b: Entry): number {
   return b.updatedAt - a.updatedAt || (a.task.id < b.task.id ? 1 : a.task.id > b.task.id ? -1 : 0)
-}
-
-/** The store's own copy: later appends grow its parts and its metadata, not the event's. */
-function storedArtifact (artifact: Artifact): Artifact {
-  const stored = { ...artifact, parts: artifact.parts.slice() }
-  if (artifact.metadata !== undefined) stored.metadata = copyOwn(artifact.metadata)
-  return stored
 }
 
 /** Where the artifact is among the task's `artifacts`; -1 when it has none of that id. */
@@ -283,20 +276,20 @@ export class MemoryTaskStore implements TaskStore, ImmediateTaskStore {
         const artifacts = task.artifacts
         // A task's first artifact makes an array of one: a push onto [] makes room for seventeen.
         if (artifacts === undefined) {
-          task.artifacts = [storedArtifact(artifact)]
+          task.artifacts = [copyArtifact(artifact)]
           break
         }
         const index = indexOfArtifact(entry, artifacts, artifact.artifactId)
         if (index === -1) {
           entry.artifactIndex?.set(artifact.artifactId, artifacts.length)
-          artifacts.push(storedArtifact(artifact))
+          artifacts.push(copyArtifact(artifact))
         } else if (change.append) {
           const existing = artifacts[index] as Artifact
           for (const part of artifact.parts) existing.parts.push(part)
           // Merged in place: a copy a chunk made a stream whose chunks add keys quadratic.
           if (artifact.metadata !== undefined) spreadInto(existing.metadata ??= {}, artifact.metadata)
         } else {
-          artifacts[index] = storedArtifact(artifact)
+          artifacts[index] = copyArtifact(artifact)
         }
         break
       }
