@@ -2,6 +2,7 @@
 // transport has a single thing to watch. Its reason is the caller's own (an abort) or a
 // CallTimeoutError.
 import { CallTimeoutError } from './errors.js'
+import { MAX_TIMER, timeoutOption } from './options.js'
 import type { CallOptions } from './transport.js'
 
 export interface Deadline {
@@ -11,8 +12,6 @@ export interface Deadline {
   /** Stops the timer and the listener on the caller's signal. */
   dispose (): void
 }
-
-const MAX_TIMER = 2 ** 31 - 1
 
 interface AbortWatch {
   readonly listener: () => void
@@ -51,9 +50,9 @@ export function whenAborted (signal: AbortSignal, callback: () => void): () => v
 }
 
 export function deadline (options: CallOptions, defaultTimeout?: number): Deadline {
+  const timeout = timeoutOption('timeout', options.timeout) ?? defaultTimeout
   const controller = new AbortController()
   const { signal } = options
-  const timeout = options.timeout ?? defaultTimeout
   const unwatch = signal === undefined ? undefined : whenAborted(signal, () => controller.abort(signal.reason))
   // A timer longer than setTimeout's most (2³¹ − 1 ms) would fire at once: such a timeout (Infinity) is none.
   const timer = timeout === undefined || timeout > MAX_TIMER ? undefined : setTimeout(() => controller.abort(new CallTimeoutError(timeout)), timeout)

@@ -6,6 +6,7 @@
 // pieces it came in, joined once when it ends: one large event (a task snapshot grows with
 // its task) costs time in proportion to its size, whatever the reads it comes in.
 import { InvalidResponseError } from './errors.js'
+import { limitOption } from './options.js'
 
 export interface SseEvent {
   /** The `event:` field; `message` when there is none. */
@@ -24,9 +25,7 @@ export const DEFAULT_MAX_EVENT_SIZE = 64 * 1024 * 1024
 
 /** The option `maxEventSize` checked: a positive integer, or Infinity for no limit; the default when unset. */
 export function maxEventSizeOption (value: number | undefined): number {
-  if (value === undefined) return DEFAULT_MAX_EVENT_SIZE
-  if (value !== Infinity && !(Number.isSafeInteger(value) && value > 0)) throw new TypeError(`maxEventSize must be a positive integer or Infinity; got ${String(value)}`)
-  return value
+  return limitOption('maxEventSize', value, DEFAULT_MAX_EVENT_SIZE)
 }
 
 const LF = 10

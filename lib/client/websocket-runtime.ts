@@ -8,6 +8,7 @@
 // over `ws` another answer is a SubprotocolMismatchError; the standard API fails such an
 // upgrade without saying why.
 import { ConnectionError, SubprotocolMismatchError, UnexpectedStatusError, parseBody } from './errors.js'
+import { MAX_TIMER } from './options.js'
 import { withVersion } from './transport.js'
 
 /** The part of the standard WebSocket API the transport uses (a browser's, Node's, or `ws`). */
@@ -27,6 +28,7 @@ export interface OpenOptions {
   /** The subprotocol to offer, which the server must select; '' for none. */
   subprotocol: string
   /** ms to wait for the upgrade. */
+  /** ms; past setTimeout's longest (Infinity) there is no limit. */
   connectTimeout: number
 }
 
@@ -105,10 +107,12 @@ export async function openWebSocket (options: OpenOptions): Promise<WebSocketLik
       if (error === undefined) resolve(socket)
       else reject(error)
     }
-    const timer = setTimeout(() => {
-      settle(new ConnectionError(`the WebSocket upgrade to ${options.url} did not complete within ${options.connectTimeout} ms`))
-      socket.close()
-    }, options.connectTimeout)
+    const timer = options.connectTimeout > MAX_TIMER
+      ? undefined
+      : setTimeout(() => {
+        settle(new ConnectionError(`the WebSocket upgrade to ${options.url} did not complete within ${options.connectTimeout} ms`))
+        socket.close()
+      }, options.connectTimeout)
     // The standard API does not expose a refused upgrade's status, nor a subprotocol that
     // does not match (it fails that upgrade itself, WHATWG WebSockets §4): a 401/403/400/503,
     // a mismatch and a network failure look the same, an error and a close (1006) without an open.

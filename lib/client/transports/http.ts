@@ -1,6 +1,7 @@
 // What the two HTTP transports share: fetch with the call's deadline, service parameters
 // as headers, and a stream read from a `text/event-stream` body.
 import type { StreamResponse } from '../../schema/wire.js'
+import { Channel } from '../channel.js'
 import { deadline, type Deadline } from '../deadline.js'
 import { ConnectionError, InvalidResponseError, StreamIncompleteError } from '../errors.js'
 import { readSse, type SseEvent } from '../sse.js'
@@ -71,7 +72,15 @@ export interface SseStreamSpec {
  * StreamIncompleteError.
  */
 export function sseStream (spec: SseStreamSpec, options: CallOptions): AsyncIterableIterator<StreamResponse> {
-  const call = deadline(options)
+  let call: Deadline
+  try {
+    call = deadline(options)
+  } catch (error) {
+    // A stream's errors, this one too, surface from its iterator.
+    const refused = new Channel<StreamResponse>(() => {})
+    refused.fail(error)
+    return refused
+  }
   const response = spec.open(call)
   // Until the reader asks, a failure waits for it.
   response.catch(() => {})

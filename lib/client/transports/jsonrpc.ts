@@ -2,6 +2,7 @@
 import type { StreamResponse } from '../../schema/wire.js'
 import { deadline, type Deadline } from '../deadline.js'
 import { InvalidResponseError, UnexpectedStatusError, errorFromJsonRpc, parseBody, type JsonRpcErrorObject } from '../errors.js'
+import { timeoutOption } from '../options.js'
 import { maxEventSizeOption, type SseEvent } from '../sse.js'
 import { streamEvent, type CallOptions, type StreamMethod, type Transport, type UnaryMethod } from '../transport.js'
 import { fetcher, readText, requestHeaders, send, sseStream, type Fetch, type HttpTransportOptions } from './http.js'
@@ -45,6 +46,7 @@ export class JsonRpcTransport implements Transport {
     this.url = options.url
     this.#fetch = fetcher(options)
     this.#maxEventSize = maxEventSizeOption(options.maxEventSize)
+    timeoutOption('timeout', options.timeout)
   }
 
   async call (method: UnaryMethod, params: object, options: CallOptions = {}): Promise<unknown> {

@@ -4,6 +4,7 @@
 import type { StreamResponse } from '../../schema/wire.js'
 import { deadline, type Deadline } from '../deadline.js'
 import { errorFromRest, parseBody } from '../errors.js'
+import { timeoutOption } from '../options.js'
 import { maxEventSizeOption } from '../sse.js'
 import { streamEvent, type CallOptions, type StreamMethod, type Transport, type UnaryMethod } from '../transport.js'
 import { fetcher, readText, requestHeaders, send, sseStream, type Fetch, type HttpTransportOptions } from './http.js'
@@ -69,6 +70,7 @@ export class RestTransport implements Transport {
     this.url = options.url.replace(/\/+$/, '')
     this.#fetch = fetcher(options)
     this.#maxEventSize = maxEventSizeOption(options.maxEventSize)
+    timeoutOption('timeout', options.timeout)
   }
 
   async call (method: UnaryMethod, params: object, options: CallOptions = {}): Promise<unknown> {

@@ -21,6 +21,7 @@ import {
 import {
   isFinalEvent, requestServiceParams, streamEvent, taskIdOf, type CallOptions, type StreamMethod, type Transport, type TransportOptions, type UnaryMethod
 } from '../transport.js'
+import { limitOption, timeoutOption } from '../options.js'
 import { checkServiceParams, openWebSocket, type WebSocketConstructor, type WebSocketLike } from '../websocket-runtime.js'
 
 export { WEBSOCKET_BINDING_URI } from '../dialects/seed000.js'
@@ -40,9 +41,9 @@ export interface WebSocketTransportOptions extends TransportOptions {
    * `serviceParams`, stops an abandoned stream with cancelStream.
    */
   dialect?: WebSocketDialectName
-  /** Calls in progress at once on the connection, a stream counting until it ends. Default: the server's limit, 64 on seed 000, 128 on a2a.v1. */
+  /** Calls in progress at once on the connection, a stream counting until it ends; Infinity for no limit. Default: the server's limit, 64 on seed 000, 128 on a2a.v1. */
   maxPending?: number
-  /** ms to wait for the upgrade. Default 10,000. */
+  /** ms to wait for the upgrade; Infinity for no limit. Default 10,000. */
   connectTimeout?: number
 }
 
@@ -102,6 +103,7 @@ export class WebSocketTransport implements Transport {
   readonly #options: WebSocketTransportOptions
   readonly #dialect: Dialect
   readonly #maxPending: number
+  readonly #connectTimeout: number
   #connection: Promise<Connection> | undefined
   #open: Connection | undefined
   /** Calls waiting for the connection to open. */
@@ -118,7 +120,9 @@ export class WebSocketTransport implements Transport {
     this.#dialect = dialect
     this.binding = dialect.binding
     this.url = options.url
-    this.#maxPending = options.maxPending ?? dialect.maxPending
+    this.#maxPending = limitOption('maxPending', options.maxPending, dialect.maxPending)
+    this.#connectTimeout = timeoutOption('connectTimeout', options.connectTimeout) ?? 10_000
+    timeoutOption('timeout', options.timeout)
   }
 
   /** Calls in progress: waiting for the connection, answered by nothing yet, or given up by their caller but not yet ended by the server. */
@@ -202,9 +206,14 @@ export class WebSocketTransport implements Transport {
     await closed
   }
 
-  /** The refusal of a call that cannot start: the transport is closed, the signal aborted, the connection full, or parameters the dialect cannot send. */
+  /** The refusal of a call that cannot start: the transport is closed, a timeout that is none, the signal aborted, the connection full, or parameters the dialect cannot send. */
   #admit (options: CallOptions): unknown {
     if (this.#closed) return new ConnectionError('the transport is closed', { retryable: false })
+    try {
+      timeoutOption('timeout', options.timeout)
+    } catch (error) {
+      return error
+    }
     if (options.signal?.aborted === true) return options.signal.reason
     if (!this.#dialect.perRequestParams && Object.keys(options.serviceParams ?? {}).length > 0) {
       return new TypeError('seed 000 sends service parameters with the upgrade only (§2): set them on the transport, or use the a2a.v1 dialect')
@@ -272,7 +281,7 @@ export class WebSocketTransport implements Transport {
       serviceParams: this.#options.serviceParams,
       WebSocket: this.#options.WebSocket,
       subprotocol: this.#dialect.subprotocol,
-      connectTimeout: this.#options.connectTimeout ?? 10_000
+      connectTimeout: this.#connectTimeout
     }).then((socket) => {
       const connection: Connection = { socket, calls: new Map(), nextId: 0 }
       socket.addEventListener('message', (event: { data: unknown }) => {
