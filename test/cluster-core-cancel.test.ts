@@ -34,6 +34,23 @@ if (cluster !== undefined) {
     t.equal(again.error.code, -32002, 'a second cancel: TaskNotCancelable, as on one instance')
   })
 
+  t.test("a forwarded CancelTask carries the request's metadata to the owner's cancel hook", async t => {
+    const seen: unknown[] = []
+    const recording: AgentExecutor = {
+      async execute (context, events) {
+        if (context.message.parts[0]?.text !== 'hold') return await conformanceAgent.execute(context, events)
+        await events.working()
+        await new Promise(resolve => context.signal.addEventListener('abort', resolve, { once: true }))
+      },
+      async cancel (context) { seen.push(context.metadata) }
+    }
+    const owner = await cluster.start({ options: { executor: recording } })
+    const task = await hold(owner.endpoint)
+    const metadata = { reason: 'from B', n: 2 }
+    t.equal((await result(b.endpoint, 'CancelTask', { id: task.id, metadata })).status.state, 'TASK_STATE_CANCELED')
+    t.same(seen, [metadata])
+  })
+
   t.test('CancelTask on the instance running the task stays local', async t => {
     const task = await hold(b.endpoint)
     t.equal((await result(b.endpoint, 'CancelTask', { id: task.id })).status.state, 'TASK_STATE_CANCELED')

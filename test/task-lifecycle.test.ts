@@ -196,6 +196,31 @@ t.test('a task its cancel hook completes instead → -32002 TaskNotCancelable, t
   t.equal((await result(finishing.endpoint, 'GetTask', { id: task.id })).status.state, 'TASK_STATE_COMPLETED')
 })
 
+t.test("the cancel hook's context carries the CancelTask request's metadata, over JSON-RPC and REST", async t => {
+  const seen: unknown[] = []
+  const recording = await startServer({
+    executor: {
+      async execute (context, events) {
+        await events.working()
+        await new Promise(resolve => context.signal.addEventListener('abort', resolve))
+      },
+      async cancel (context) { seen.push(context.metadata) }
+    }
+  })
+  t.teardown(() => recording.close())
+  const start = async () => {
+    const { result: { task } } = await call(recording.endpoint, 'SendMessage', { message: userMessage('x'), configuration: { returnImmediately: true } })
+    await eventually(async () => (await result(recording.endpoint, 'GetTask', { id: task.id })).status.state === 'TASK_STATE_WORKING')
+    return task.id as string
+  }
+  const metadata = { reason: 'user-asked', n: 1, nested: { ok: true } }
+  t.equal((await result(recording.endpoint, 'CancelTask', { id: await start(), metadata })).status.state, 'TASK_STATE_CANCELED')
+  const rest = await fetch(`${recording.origin}/tasks/${await start()}:cancel`, { method: 'POST', headers: { 'content-type': 'application/json', 'a2a-version': '1.0' }, body: JSON.stringify({ metadata: { via: 'rest' } }) })
+  t.equal(rest.status, 200)
+  t.equal((await result(recording.endpoint, 'CancelTask', { id: await start() })).status.state, 'TASK_STATE_CANCELED')
+  t.same(seen, [metadata, { via: 'rest' }, undefined])
+})
+
 t.test('GetTask of an unknown id → -32001', async t => {
   t.equal((await call(url, 'GetTask', { id: 'nope' })).error.code, -32001)
 })

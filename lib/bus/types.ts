@@ -17,6 +17,8 @@ export interface BusCommand {
   type: 'cancel'
   tenant: string
   taskId: string
+  /** The CancelTask request's `metadata`, for the owner's `cancel` hook. */
+  metadata?: Record<string, unknown>
 }
 
 export type CommandHandler = (command: BusCommand) => void

@@ -163,8 +163,8 @@ export class ClusterMember {
     return this.#store.owners(key)
   }
 
-  sendCancel (owner: string, key: TaskKey): void {
-    this.#bus.command(owner, { type: 'cancel', tenant: key.tenant, taskId: key.taskId })
+  sendCancel (owner: string, key: TaskKey, metadata?: Record<string, unknown>): void {
+    this.#bus.command(owner, { type: 'cancel', tenant: key.tenant, taskId: key.taskId, metadata })
   }
 
   // ---- messageIds -------------------------------------------------------------------------
@@ -215,7 +215,7 @@ export class ClusterMember {
     const name = topicOf(key.tenant, key.taskId)
     if (this.#cancelling.has(name)) return
     this.#cancelling.add(name)
-    this.#handler.cancelForwarded(key)
+    this.#handler.cancelForwarded(key, command.metadata)
       .catch((error: unknown) => this.#logger.error({ err: error, taskId: key.taskId }, 'cluster: a forwarded cancel failed'))
       .finally(() => this.#cancelling.delete(name))
   }

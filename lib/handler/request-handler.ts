@@ -562,13 +562,13 @@ export class RequestHandler {
   // ---- work the cluster hands this instance (lib/cluster) ----------------------------------
 
   /** Another instance forwarded CancelTask for a task whose executor runs here. */
-  async cancelForwarded (key: TaskKey): Promise<void> {
+  async cancelForwarded (key: TaskKey, metadata?: Record<string, unknown>): Promise<void> {
     const scope = { tenant: key.tenant }
     // Ended meanwhile: the sender reads the outcome from the store.
     if (!this.#runsHere(scope, key.taskId)) return
     const task = await this.#options.taskStore.get(key.taskId, scope)
     if (task === undefined || isTerminal(task.status.state)) return
-    await this.#cancelHere(task, scope, clusterContext(key.tenant, 'CancelTask'))
+    await this.#cancelHere(task, scope, clusterContext(key.tenant, 'CancelTask'), metadata)
   }
 
   /**
@@ -696,19 +696,20 @@ export class RequestHandler {
     const task = await this.#loadTask(params.id, context)
     if (isTerminal(task.status.state)) throw taskNotCancelable(task)
     const { cluster } = this.#options
-    if (cluster === undefined || this.#runsHere(scope, task.id)) return await this.#cancelHere(task, scope, context)
-    const outcome = await this.#cancelElsewhere(cluster, task, scope)
-    if (outcome === 'here') return await this.#cancelHere(task, scope, context)
+    const { metadata } = params
+    if (cluster === undefined || this.#runsHere(scope, task.id)) return await this.#cancelHere(task, scope, context, metadata)
+    const outcome = await this.#cancelElsewhere(cluster, task, scope, metadata)
+    if (outcome === 'here') return await this.#cancelHere(task, scope, context, metadata)
     if (outcome !== 'claimed') return outcome
     try {
-      return await this.#cancelHere(task, scope, context)
+      return await this.#cancelHere(task, scope, context, metadata)
     } finally {
       cluster.drop({ tenant: scope.tenant, taskId: task.id })
     }
   }
 
-  /** CancelTask on this instance: its executions are aborted, the `cancel` hook runs, the task ends CANCELED. */
-  async #cancelHere (task: Task, scope: Scope, context: CallContext): Promise<Task> {
+  /** CancelTask on this instance: its executions are aborted, the `cancel` hook runs (with the request's `metadata`), the task ends CANCELED. */
+  async #cancelHere (task: Task, scope: Scope, context: CallContext, metadata: Record<string, unknown> | undefined): Promise<Task> {
     const { executor } = this.#options
     try {
       const executions = this.#runFor(scope, task).executions.slice()
@@ -716,7 +717,7 @@ export class RequestHandler {
       if (executor.cancel !== undefined) {
         const execution = executions[0] ?? this.#newExecution(this.#runFor(scope, task), lastUserMessage(task))
         try {
-          await executor.cancel(this.#executionContext(execution, projectTask(task), context), this.#eventsFor(execution))
+          await executor.cancel(this.#executionContext(execution, projectTask(task), context, { metadata }), this.#eventsFor(execution))
         } catch (error) {
           this.#options.logger.error({ err: error, taskId: task.id }, 'executor cancel failed')
         }
@@ -971,7 +972,7 @@ export class RequestHandler {
     return queue
   }
 
-  #executionContext (execution: Execution, task: Task | undefined, context: CallContext, params?: SendMessageRequest): TurnContext {
+  #executionContext (execution: Execution, task: Task | undefined, context: CallContext, params?: Pick<SendMessageRequest, 'configuration' | 'metadata'>): TurnContext {
     return new TurnContext(execution.controller, execution.userMessage, task, execution.run.taskId, execution.run.contextId, context, params)
   }
 
@@ -1516,7 +1517,7 @@ export class RequestHandler {
    * at most `cancelTimeout`. When no live instance runs it, this one claims it and cancels it here;
    * once a turn this instance was starting on it runs, the cancel is this instance's too.
    */
-  async #cancelElsewhere (cluster: ClusterMember, task: Task, scope: Scope): Promise<Task | 'claimed' | 'here'> {
+  async #cancelElsewhere (cluster: ClusterMember, task: Task, scope: Scope, metadata: Record<string, unknown> | undefined): Promise<Task | 'claimed' | 'here'> {
     const { bus } = this.#options
     const key = { tenant: scope.tenant, taskId: task.id }
     const topic = topicOf(scope.tenant, task.id)
@@ -1537,7 +1538,7 @@ export class RequestHandler {
         if (this.#runsHere(scope, task.id)) return 'here'
         const owners = (await cluster.owners(key)).filter(owner => owner !== cluster.instanceId)
         if (owners.length === 0 && await cluster.claim(key)) return 'claimed'
-        for (const owner of owners) cluster.sendCancel(owner, key)
+        for (const owner of owners) cluster.sendCancel(owner, key, metadata)
         const left = deadline - Date.now()
         if (left <= 0) {
           throw new UnavailableError(`the instance running task ${task.id} did not confirm the cancel within ${cancelTimeout} ms`)
