@@ -29,6 +29,21 @@ t.test('path segments are escaped', async t => {
   await t.rejects(client.cancelTask({ id: 'x:y' }), { name: 'A2AClientError', reason: 'TASK_NOT_FOUND', metadata: { taskId: 'x:y' } })
 })
 
+t.test('"." and ".." fail the call: a URL resolves such a segment away, and the call would reach another path', async t => {
+  let requests = 0
+  const counting: typeof fetch = (input, init) => { requests++; return fetch(input, init) }
+  const client = new A2AClient(rest({ fetch: counting }))
+  await t.rejects(client.listTasks({ tenant: '.' }), new TypeError('tenant "." cannot be a path segment over HTTP+JSON'))
+  await t.rejects(client.getTask({ id: '..' }), new TypeError('id ".." cannot be a path segment over HTTP+JSON'))
+  await t.rejects(client.deleteTaskPushNotificationConfig({ taskId: 't', id: '.' }), new TypeError('id "." cannot be a path segment over HTTP+JSON'))
+  await t.rejects(new A2AClient(rest({ fetch: counting }), { tenant: '..' }).getTask({ id: 'x' }), new TypeError('tenant ".." cannot be a path segment over HTTP+JSON'))
+  const stream = client.subscribeToTask({ id: '.' })
+  await t.rejects(stream.next(), new TypeError('id "." cannot be a path segment over HTTP+JSON'), 'a stream fails from its iterator')
+  t.equal(requests, 0, 'nothing was sent')
+  // Dots among other characters are a segment like any other.
+  await t.rejects(client.getTask({ id: '...' }), { name: 'A2AClientError', reason: 'TASK_NOT_FOUND', metadata: { taskId: '...' } })
+})
+
 t.test('GET params travel in the query string: numbers, booleans and enums', async t => {
   const client = new A2AClient(rest())
   const contextId = `query-${Date.now()}`

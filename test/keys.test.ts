@@ -25,7 +25,7 @@ if (url !== undefined) {
   const violation = (field: string, description: string) => ({
     '@type': 'type.googleapis.com/google.rpc.BadRequest', fieldViolations: [{ field, description }]
   })
-  const CHARACTERS = 'must hold no NUL character and no lone surrogate'
+  const CHARACTERS = 'must hold no NUL character and no lone surrogate, and be neither "." nor ".."'
 
   t.test('a NUL or a lone surrogate in an id, a contextId or a tenant is InvalidParams, not an internal error', async t => {
     for (const [method, params, field] of [
@@ -61,7 +61,27 @@ if (url !== undefined) {
     const tooLong = await rpc('SendMessage', { message: userMessage('hello', { contextId: contextId + 'c' }) })
     t.same(tooLong.error.data, [violation('message.contextId', 'must not have more than 256 characters')])
     const longHeader = await rpc('GetTask', { id: 'x' }, { ...V1, 'x-tenant': 't'.repeat(257) })
-    t.same(longHeader.error.data, [violation('tenant', `must be at most 256 characters and hold no NUL character and no lone surrogate`)], 'a tenant from a header is held to the same')
+    t.same(longHeader.error.data, [violation('tenant', `must be at most 256 characters and hold no NUL character and no lone surrogate, and be neither "." nor ".."`)], 'a tenant from a header is held to the same')
+  })
+
+  t.test('"." and ".." are no key: a URL resolves such a path segment away, so over HTTP+JSON they would name another path', async t => {
+    for (const [method, params, field] of [
+      ['ListTasks', { tenant: '.' }, 'tenant'],
+      ['ListTasks', { tenant: '..' }, 'tenant'],
+      ['GetTask', { id: '..' }, 'id'],
+      ['SendMessage', { tenant: '.', message: userMessage('hello') }, 'tenant'],
+      ['CreateTaskPushNotificationConfig', { taskId: 't', id: '.', url: 'https://example.com/hook' }, 'id'],
+      ['SendMessage', { message: userMessage('hello', { contextId: '..' }) }, 'message.contextId']
+    ] as const) {
+      const answer = await rpc(method, params)
+      t.same(answer.error, { code: -32602, message: `Invalid parameters: ${field} ${CHARACTERS}`, data: [violation(field, CHARACTERS)] }, `${method} ${field} ${JSON.stringify(params)}`)
+    }
+    const fromHeader = await rpc('ListTasks', {}, { ...V1, 'x-tenant': '..' })
+    t.equal(fromHeader.error.code, -32602, 'a tenant from a header is held to the same')
+    const client = await connect(wsUrl(server.origin))
+    t.teardown(() => client.close())
+    t.equal((await client.request('ListTasks', { tenant: '..' })).error.code, -32602, 'over WebSocket')
+    for (const key of ['...', '.a', 'a.']) t.equal((await rpc('GetTask', { id: key })).error.code, -32001, `${key} is an id like any other`)
   })
 
   t.test('every binding: HTTP+JSON (path and query) and WebSocket', async t => {

@@ -7,13 +7,15 @@ import Type, { type Static, type TSchema } from 'typebox'
 const RequiredString = (options: object = {}) => Type.String({ minLength: 1, ...options })
 /**
  * What stores key on (ids, contextId, tenant): at most 256 UTF-16 units, no NUL, no lone
- * surrogate. PostgreSQL text holds neither (it stores a lone surrogate as U+FFFD, so two
- * tenants could become one), and its indexes take a row of a few KiB at most.
+ * surrogate, and neither "." nor "..". PostgreSQL text holds neither character (it stores a
+ * lone surrogate as U+FFFD, so two tenants could become one), and its indexes take a row of a
+ * few KiB at most. A URL resolves a path segment "." or ".." away, so over HTTP+JSON such a
+ * tenant or id would name another path (`/./tasks` is `/tasks`, the default tenant's).
  */
 export const KEY_MAX_LENGTH = 256
-export const KEY_PATTERN = '^[^\\u0000\\p{Cs}]*$'
+export const KEY_PATTERN = '^(?!\\.\\.?$)[^\\u0000\\p{Cs}]*$'
 /** What a key that fails KEY_PATTERN is told. */
-export const KEY_CHARACTERS = 'must hold no NUL character and no lone surrogate'
+export const KEY_CHARACTERS = 'must hold no NUL character and no lone surrogate, and be neither "." nor ".."'
 const KEY = new RegExp(KEY_PATTERN, 'u')
 export const Key = (options: object = {}) => Type.String({ maxLength: KEY_MAX_LENGTH, pattern: KEY_PATTERN, ...options })
 export const RequiredKey = () => Key({ minLength: 1 })

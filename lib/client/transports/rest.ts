@@ -21,26 +21,35 @@ interface Route {
   path (params: Params): [string, Params]
 }
 
-const segment = (value: unknown) => encodeURIComponent(String(value))
+/**
+ * A param as a path segment. A URL resolves `.` and `..` away, even percent-encoded: the
+ * request would reach another path (`/./tasks` is the default tenant's `/tasks`), so they
+ * fail the call (the server refuses them as keys on every binding).
+ */
+function segment (name: string, value: unknown): string {
+  const text = String(value)
+  if (text === '.' || text === '..') throw new TypeError(`${name} "${text}" cannot be a path segment over HTTP+JSON`)
+  return encodeURIComponent(text)
+}
 
-/** `path` with the named params taken out of `params`. */
-function bind (params: Params, names: string[], path: (values: unknown[]) => string): [string, Params] {
+/** `path` with the named params taken out of `params`, given as path segments. */
+function bind (params: Params, names: string[], path: (segments: string[]) => string): [string, Params] {
   const rest = { ...params }
   for (const name of names) delete rest[name]
-  return [path(names.map(name => params[name])), rest]
+  return [path(names.map(name => segment(name, params[name]))), rest]
 }
 
 const routes: Record<UnaryMethod | StreamMethod, Route> = {
   SendMessage: { verb: 'POST', path: (p) => ['/message:send', p] },
   SendStreamingMessage: { verb: 'POST', path: (p) => ['/message:stream', p] },
-  GetTask: { verb: 'GET', path: (p) => bind(p, ['id'], ([id]) => `/tasks/${segment(id)}`) },
+  GetTask: { verb: 'GET', path: (p) => bind(p, ['id'], ([id]) => `/tasks/${id}`) },
   ListTasks: { verb: 'GET', path: (p) => ['/tasks', p] },
-  CancelTask: { verb: 'POST', path: (p) => bind(p, ['id'], ([id]) => `/tasks/${segment(id)}:cancel`) },
-  SubscribeToTask: { verb: 'GET', path: (p) => bind(p, ['id'], ([id]) => `/tasks/${segment(id)}:subscribe`) },
-  CreateTaskPushNotificationConfig: { verb: 'POST', path: (p) => bind(p, ['taskId'], ([taskId]) => `/tasks/${segment(taskId)}/pushNotificationConfigs`) },
-  GetTaskPushNotificationConfig: { verb: 'GET', path: (p) => bind(p, ['taskId', 'id'], ([taskId, id]) => `/tasks/${segment(taskId)}/pushNotificationConfigs/${segment(id)}`) },
-  ListTaskPushNotificationConfigs: { verb: 'GET', path: (p) => bind(p, ['taskId'], ([taskId]) => `/tasks/${segment(taskId)}/pushNotificationConfigs`) },
-  DeleteTaskPushNotificationConfig: { verb: 'DELETE', path: (p) => bind(p, ['taskId', 'id'], ([taskId, id]) => `/tasks/${segment(taskId)}/pushNotificationConfigs/${segment(id)}`) },
+  CancelTask: { verb: 'POST', path: (p) => bind(p, ['id'], ([id]) => `/tasks/${id}:cancel`) },
+  SubscribeToTask: { verb: 'GET', path: (p) => bind(p, ['id'], ([id]) => `/tasks/${id}:subscribe`) },
+  CreateTaskPushNotificationConfig: { verb: 'POST', path: (p) => bind(p, ['taskId'], ([taskId]) => `/tasks/${taskId}/pushNotificationConfigs`) },
+  GetTaskPushNotificationConfig: { verb: 'GET', path: (p) => bind(p, ['taskId', 'id'], ([taskId, id]) => `/tasks/${taskId}/pushNotificationConfigs/${id}`) },
+  ListTaskPushNotificationConfigs: { verb: 'GET', path: (p) => bind(p, ['taskId'], ([taskId]) => `/tasks/${taskId}/pushNotificationConfigs`) },
+  DeleteTaskPushNotificationConfig: { verb: 'DELETE', path: (p) => bind(p, ['taskId', 'id'], ([taskId, id]) => `/tasks/${taskId}/pushNotificationConfigs/${id}`) },
   GetExtendedAgentCard: { verb: 'GET', path: (p) => ['/extendedAgentCard', p] }
 }
 
@@ -100,13 +109,14 @@ export class RestTransport implements Transport {
 
   async close (): Promise<void> {}
 
-  #send (method: UnaryMethod | StreamMethod, params: object, options: CallOptions, accept: string, call: Deadline): Promise<Response> {
+  // Async so that a param no path can carry fails the call (a stream: from its iterator).
+  async #send (method: UnaryMethod | StreamMethod, params: object, options: CallOptions, accept: string, call: Deadline): Promise<Response> {
     const { tenant, ...fields } = params as Params
     const route = routes[method]
     const [path, rest] = route.path(fields)
-    const base = typeof tenant === 'string' && tenant !== '' ? `${this.url}/${segment(tenant)}` : this.url
+    const base = typeof tenant === 'string' && tenant !== '' ? `${this.url}/${segment('tenant', tenant)}` : this.url
     const hasBody = route.verb === 'POST'
-    return send(this.#fetch, base + path + (hasBody ? '' : query(rest)), {
+    return await send(this.#fetch, base + path + (hasBody ? '' : query(rest)), {
       method: route.verb,
       headers: requestHeaders(this.#options, options, hasBody ? { 'content-type': A2A_JSON, accept } : { accept }),
       body: hasBody ? JSON.stringify(rest) : undefined
