@@ -39,6 +39,27 @@ t.test('a direct message reply is the one event of its stream', async t => {
   t.same(events[0]?.data.result.message.parts, [{ text: 'yo' }])
 })
 
+t.test("an agent message on a task goes into its history, not onto its streams: after the task a stream carries status and artifact updates only (spec §3.2)", async t => {
+  const chatty = await startServer({
+    executor: {
+      async execute (_context, events) {
+        await events.working()
+        await events.message('thinking aloud')
+        await events.artifact({ artifactId: 'a', parts: [{ text: 'answer' }] })
+        await events.completed()
+      }
+    }
+  })
+  t.teardown(() => chatty.close())
+  const { events } = await stream(chatty.endpoint, 'SendStreamingMessage', { message: userMessage('go') })
+  const results = events.map(e => e.data.result)
+  t.same(results.map(r => Object.keys(r)[0]), ['task', 'statusUpdate', 'artifactUpdate', 'statusUpdate'])
+  t.equal(results.at(-1).statusUpdate.status.state, 'TASK_STATE_COMPLETED')
+  const stored = await result(chatty.endpoint, 'GetTask', { id: results[0].task.id })
+  t.same(stored.history.map((m: any) => [m.role, m.parts[0].text]), [['ROLE_USER', 'go'], ['ROLE_AGENT', 'thinking aloud']])
+  t.equal(stored.history[1].taskId, stored.id)
+})
+
 t.test('the stream that starts a turn ends at an interrupted state', async t => {
   const { events } = await stream(url, 'SendStreamingMessage', { message: userMessage('input') })
   t.same(events.map(e => Object.keys(e.data.result)[0]), ['task', 'statusUpdate'])

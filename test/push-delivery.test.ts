@@ -57,6 +57,35 @@ t.test('every event of a streamed task is POSTed as the bare StreamResponse, in 
   t.same(sender.stats, { delivered: 6, failed: 0, refused: 0, dropped: 0 })
 })
 
+t.test("an agent message on a task, no stream event, is a push notification", async t => {
+  const receiver = await startReceiver()
+  const server = await startServer({
+    push: { allow: ['127.0.0.1'], retryDelay: 1 },
+    executor: {
+      async execute (_context, events) {
+        await events.working()
+        await events.message('thinking aloud')
+        await events.completed()
+      }
+    }
+  })
+  t.teardown(async () => {
+    await server.close()
+    await receiver.close()
+  })
+  const { events } = await stream(server.endpoint, 'SendStreamingMessage', {
+    message: userMessage('go'),
+    configuration: { taskPushNotificationConfig: { url: `${receiver.origin}/hook` } }
+  })
+  await (server.fastify.a2a.push as PushSender).idle()
+  const streamed = events.map(e => e.data.result)
+  const taskId = streamed[0].task.id
+  const pushed = receiver.bodies('/hook')
+  t.same(pushed.map((body: any) => Object.keys(body)[0]), ['task', 'statusUpdate', 'message', 'statusUpdate'])
+  t.match(pushed[2].message, { role: 'ROLE_AGENT', taskId, parts: [{ text: 'thinking aloud' }] })
+  t.same(pushed.filter((body: any) => body.message === undefined), streamed, 'the rest is the stream')
+})
+
 t.test('a config without token or authentication sends neither header', async t => {
   const { receiver, url, sender } = await setup(t)
   await result(url, 'SendMessage', { message: userMessage('hello'), configuration: { taskPushNotificationConfig: { url: `${receiver.origin}/plain` } } })

@@ -166,7 +166,7 @@ export async function * resumeStream (
       if (events !== stream && taskId !== undefined && options.getTask !== undefined && error instanceof A2AClientError && error.code === -32004) {
         // The resubscription refused: if the task ended in the gap, its end is the stream's.
         const task = await options.getTask(taskId)
-        if (isFinalEvent({ task })) {
+        if (isFinalEvent({ task }, true)) {
           yield { task }
           return
         }

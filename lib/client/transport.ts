@@ -97,17 +97,21 @@ export function streamEvent (value: unknown): StreamResponse {
 
 const TERMINAL = new Set(['TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_CANCELED', 'TASK_STATE_REJECTED'])
 
-/** Is this the last event a stream can carry: a message, or a task that reached a terminal state? */
-export function isFinalEvent (event: StreamResponse): boolean {
-  if (event.message !== undefined) return true
+/**
+ * Is this the last event a stream can carry: a message as its first event (a direct reply,
+ * the message-only pattern), or a task that reached a terminal state? A message later in a
+ * task's stream (an agent's on the task, which some servers send) is passed on, and the stream goes on.
+ */
+export function isFinalEvent (event: StreamResponse, first: boolean): boolean {
+  if (event.message !== undefined) return first
   const state = event.task?.status.state ?? event.statusUpdate?.status.state
   return state !== undefined && TERMINAL.has(state)
 }
 
 /** Can a stream rightly end after this event: a final one, or a task waiting for input or credentials? */
-export function canEndStream (event: StreamResponse): boolean {
+export function canEndStream (event: StreamResponse, first: boolean): boolean {
   const state = event.task?.status.state ?? event.statusUpdate?.status.state
-  return isFinalEvent(event) || state === 'TASK_STATE_INPUT_REQUIRED' || state === 'TASK_STATE_AUTH_REQUIRED'
+  return isFinalEvent(event, first) || state === 'TASK_STATE_INPUT_REQUIRED' || state === 'TASK_STATE_AUTH_REQUIRED'
 }
 
 /** The task an event is about. */

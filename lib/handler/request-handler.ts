@@ -1163,7 +1163,10 @@ export class RequestHandler {
       } catch (error) {
         return yield * this.#endedElsewhere(run, error)
       }
-      this.#publish(run, { message }, version)
+      // In the history, and no stream event: after its task a stream carries status and
+      // artifact updates only (spec §3.2), and clients read a message there as the stream's
+      // end. Push notifications, which have no such pattern, get it.
+      this.#options.onTaskEvent?.({ message }, run, typeof version === 'number' ? version : undefined)
     } catch (error) {
       yield * this.#refuse(run, 'message', error)
     }

@@ -100,7 +100,7 @@ export function sseStream (spec: SseStreamSpec, options: CallOptions): AsyncIter
           taskId ??= taskIdOf(event)
           last = event
           yield event
-          if (isFinalEvent(event)) return
+          if (isFinalEvent(event, received === 1)) return
         }
       } catch (error) {
         if (call.signal.aborted) throw call.signal.reason
@@ -108,7 +108,7 @@ export function sseStream (spec: SseStreamSpec, options: CallOptions): AsyncIter
         if (!(error instanceof TypeError)) throw error
         throw new StreamIncompleteError(`the connection dropped after ${received} events, before the stream ended`, taskId, received, { cause: error })
       }
-      if (last === undefined || !canEndStream(last)) {
+      if (last === undefined || !canEndStream(last, received === 1)) {
         throw new StreamIncompleteError(`the stream ended after ${received} events, before the task reached a final state`, taskId, received)
       }
     } finally {

@@ -180,7 +180,7 @@ export class WebSocketTransport implements Transport {
         progress.taskId ??= taskIdOf(event)
         channel.push(event)
         // Nothing can follow a final event but the end: the reader need not wait for it.
-        if (isFinalEvent(event)) finish(() => channel.end(), false)
+        if (isFinalEvent(event, progress.received === 1)) finish(() => channel.end(), false)
       },
       complete: () => finish(() => channel.end(), false),
       error: (error) => finish(() => channel.fail(error), false),
