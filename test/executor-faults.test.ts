@@ -114,6 +114,7 @@ t.test('events after the terminal state are ignored, counted and logged, not thr
 t.test('an invalid event is refused with InvalidAgentResponse and the task ends FAILED', async t => {
   const cases: Array<[string, (events: ExecutionEvents) => Promise<void>, RegExp]> = [
     ['artifact', events => events.artifact({ artifactId: 'a', parts: [] }), /artifact\.parts must not have fewer than 1 items/],
+    ['artifact', events => events.artifact({ artifactId: 'a', parts: [{ raw: 'AAAAA' }] }), /artifact\.parts\[0\]\.raw must be base64/],
     ['status', events => events.working({ parts: [{ text: 1 as unknown as string }] }), /^Invalid agent response: /],
     ['status', events => events.status('TASK_STATE_BOGUS' as 'TASK_STATE_WORKING'), /state "TASK_STATE_BOGUS" is not a task state/],
     ['message', events => events.message({ parts: [] }), /parts must not have fewer than 1 items/]

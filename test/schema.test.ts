@@ -49,6 +49,19 @@ t.test('each part kind passes: text, raw (base64), url, data of any JSON type', 
   t.equal(send.check(message({ parts: [{ raw: 'not base64!' }] })).ok, false)
 })
 
+t.test('raw is base64 a ProtoJSON reader decodes: either alphabet, padding optional, no lone last character', async t => {
+  for (const raw of ['', 'aGk=', 'aGk', 'AA==', 'AA', 'AAEC/w==', 'AAEC_w', 'AAEC-w==', 'AAAA']) {
+    t.equal(send.check(message({ parts: [{ raw }] })).ok, true, raw)
+  }
+  // A lone last character (6 bits), both alphabets at once, padding that does not complete a group.
+  for (const raw of ['A', 'AAAAA', 'AAEC/w_-', 'AA=', 'AAEC=', 'AAAA==', '====', '=']) {
+    t.same(send.check(message({ parts: [{ raw }] })), {
+      ok: false,
+      violations: [{ field: 'message.parts[0].raw', description: 'must be base64: the standard or the URL-safe alphabet, padding optional' }]
+    }, raw)
+  }
+})
+
 t.test('missing required fields are each named', async t => {
   t.same(send.check({ message: { parts: [{ text: 'x' }] } }), {
     ok: false,

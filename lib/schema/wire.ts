@@ -49,9 +49,27 @@ export type TaskState = Static<typeof TaskState>
 export const Role = Type.Enum(['ROLE_USER', 'ROLE_AGENT'])
 export type Role = Static<typeof Role>
 
+const STANDARD_BASE64 = /^[A-Za-z0-9+/]*$/
+const URL_SAFE_BASE64 = /^[A-Za-z0-9_-]*$/
+
+/**
+ * Base64 as ProtoJSON reads `bytes`: the standard or the URL-safe alphabet (one of them),
+ * padding optional; a padded text is a whole number of 4-character groups, and no text
+ * ends in a lone character of a group (6 bits are no byte). Anything else no reader decodes.
+ */
+export function isBase64 (text: string): boolean {
+  const padding = text.endsWith('==') ? 2 : text.endsWith('=') ? 1 : 0
+  const length = text.length - padding
+  if (length % 4 === 1 || (padding > 0 && text.length % 4 !== 0)) return false
+  const digits = padding === 0 ? text : text.slice(0, length)
+  return STANDARD_BASE64.test(digits) || URL_SAFE_BASE64.test(digits)
+}
+
+const Base64 = Type.Refine(Type.String(), isBase64, () => 'must be base64: the standard or the URL-safe alphabet, padding optional')
+
 export const Part = exactlyOne(Type.Object({
   text: Type.Optional(Type.String()),
-  raw: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9+/_-]*={0,2}$' })),
+  raw: Type.Optional(Base64),
   url: Type.Optional(Type.String()),
   data: Type.Optional(Type.Unknown()),
   metadata: Type.Optional(Struct),
