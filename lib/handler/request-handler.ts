@@ -124,7 +124,10 @@ interface TaskRun {
   scope: Scope
   taskId: string
   contextId: string
-  /** The current state once the task exists. */
+  /**
+   * The current state once the task exists. A run made from a read holds that read's, which may
+   * be out of date, until one of its changes reads the task (#takeStoredState).
+   */
   state?: TaskState
   /** A change is running (#enqueue); the changes queued meanwhile wait here, in order (made for the first). */
   busy: boolean
@@ -152,7 +155,7 @@ interface Execution {
   pushConfig?: StoredPushConfig
   /** Aborted by `executorTimeout`: the task ends FAILED, not CANCELED. */
   timedOut: boolean
-  /** What the executor was called with; shutdown hands it to the `cancel` hook. */
+  /** What the executor was called with, once it is; shutdown hands it to the `cancel` hook. */
   context?: TurnContext
   /**
    * Why nothing more it emits is written, once the handler stopped waiting for it: `lost`, this
@@ -222,6 +225,12 @@ function dropExecution (run: TaskRun, execution: Execution): void {
 /** A string that is set and not empty: an optional id the client may also send as ''. */
 function hasText (value: string | undefined): value is string {
   return value !== undefined && value !== ''
+}
+
+/** Does an executor of the run's task run now: called (#launch, #resume), and not yet returned? */
+function executorRuns (run: TaskRun): boolean {
+  for (const execution of run.executions) if (execution.context !== undefined) return true
+  return false
 }
 
 function keyOf (run: TaskRun): TaskKey {
@@ -908,6 +917,7 @@ export class RequestHandler {
     try {
       yield this.#enqueue(run, awaiting(async () => {
         const task = await this.#loadTask(taskId, context)
+        this.#takeStoredState(run, task)
         this.#refuseTerminal(task, 'send a message to')
         // The config first: refused (the task has its most configs), the message is not added either.
         if (execution.pushConfig !== undefined) await this.#storeConfig(execution.pushConfig, scope)
@@ -925,8 +935,10 @@ export class RequestHandler {
         unsubscribe = this.#options.bus.subscribe(run.topic, listener)
       }))
     } catch (error) {
-      this.#dropExecution(run, execution)
+      dropExecution(run, execution)
+      // Queued before the run may go: a turn starting meanwhile finds this change ahead of its own.
       this.#leftWithoutExecution(run)
+      this.#dropIfIdle(run)
       throw error
     }
     return this.#launch(execution, taskAtStart, context, params, unsubscribe)
@@ -1093,7 +1105,24 @@ export class RequestHandler {
 
   * #endLeftTask (run: TaskRun): Steps<void> {
     if (run.executions.length > 0 || (yield * this.#runsElsewhere(run))) return
+    // Decided on the task as stored: the refused change may have failed before it read the task.
+    const task: Task | undefined = yield this.#readTask(run.taskId, run.scope)
+    if (task === undefined) return
+    this.#takeStoredState(run, task)
     yield * this.#endTask(run, 'TASK_STATE_FAILED', STOPPED_WITHOUT_FINAL_STATE, true)
+  }
+
+  /**
+   * The run takes the state of `task`, read in one of its changes, so after every change this
+   * process made before it. The run's own may be older: made from a read done before the run
+   * existed, it misses what a turn on a run since dropped did (the task waits for input, or
+   * ended, and its readers were told). An end the run does not know of while its executor runs
+   * came from a process sharing the store: it is left to that executor's next change, which
+   * takes it (#takeEnd: the executor is aborted and this server's readers get the end).
+   */
+  #takeStoredState (run: TaskRun, task: Task): void {
+    if (isTerminal(task.status.state) && executorRuns(run)) return
+    run.state = task.status.state
   }
 
   /** Ends the task in `state` (with `reason` as its status message), unless it is over: terminal, or interrupted when `unlessInterrupted`. */
