@@ -242,6 +242,42 @@ t.test('a task its cancel hook completes instead → -32002 TaskNotCancelable, t
   t.equal((await result(finishing.endpoint, 'GetTask', { id: task.id })).status.state, 'TASK_STATE_COMPLETED')
 })
 
+t.test('a CancelTask whose read of its task is overtaken by the task\'s end: -32002, and the end is published once', async t => {
+  const taskStore = new HeldReadStore()
+  const complete = gate()
+  const server = await startServer({
+    taskStore,
+    executor: {
+      async execute (_context, events) {
+        await events.working()
+        await complete.passed
+        await events.completed()
+      }
+    }
+  })
+  t.teardown(() => server.close())
+  const { handler, bus } = server.fastify.a2a
+  const { task } = await result(server.endpoint, 'SendMessage', { message: userMessage('x'), configuration: { returnImmediately: true } })
+  await eventually(async () => (await result(server.endpoint, 'GetTask', { id: task.id })).status.state === 'TASK_STATE_WORKING')
+  const ends = terminalEvents(t, bus, task.id)
+  const { read, release } = taskStore.holdNextRead(task.id)
+  const cancel = call(server.endpoint, 'CancelTask', { id: task.id })
+  await read
+  // The cancel read the task WORKING; now it completes, and its run goes.
+  complete.open()
+  await eventually(() => handler.activeTasks === 0)
+  release()
+  const { error } = await cancel
+  t.same(error, {
+    code: -32002,
+    message: `Task cannot be canceled: ${task.id}`,
+    data: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'TASK_NOT_CANCELABLE', domain: 'a2a-protocol.org', metadata: { taskId: task.id, state: 'TASK_STATE_COMPLETED' } }]
+  })
+  t.same(ends, ['TASK_STATE_COMPLETED'], 'one terminal event, the executor\'s')
+  t.equal(handler.ignoredEvents, 0, 'no end was taken as another process\'s')
+  t.equal(handler.activeTasks, 0)
+})
+
 t.test("the cancel hook's context carries the CancelTask request's metadata, over JSON-RPC and REST", async t => {
   const seen: unknown[] = []
   const recording = await startServer({

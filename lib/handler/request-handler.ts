@@ -731,8 +731,8 @@ export class RequestHandler {
           this.#options.logger.error({ err: error, taskId: task.id }, 'executor cancel failed')
         }
       }
-      const run = this.#runFor(scope, await this.#loadTask(task.id, context))
-      await this.#enqueue(run, this.#endTask(run, 'TASK_STATE_CANCELED'))
+      const run = this.#runFor(scope, task)
+      await this.#enqueue(run, this.#cancelChange(run))
       const ended = await this.#loadTask(task.id, context)
       // It ended otherwise meanwhile (its executor, or its cancel hook, completed it first): not canceled.
       if (ended.status.state !== 'TASK_STATE_CANCELED') throw taskNotCancelable(ended)
@@ -1110,6 +1110,12 @@ export class RequestHandler {
     if (task === undefined) return
     this.#takeStoredState(run, task)
     yield * this.#endTask(run, 'TASK_STATE_FAILED', STOPPED_WITHOUT_FINAL_STATE, true)
+  }
+
+  /** CancelTask's change: the task ends CANCELED, unless it is over as stored now. */
+  * #cancelChange (run: TaskRun): Steps<void> {
+    this.#takeStoredState(run, yield this.#loadIn(run.taskId, run.scope))
+    yield * this.#endTask(run, 'TASK_STATE_CANCELED')
   }
 
   /**
