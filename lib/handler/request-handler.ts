@@ -454,6 +454,11 @@ export class RequestHandler {
   /** Every stream handed to a dispatcher and not yet ended: shutdown ends what is left. */
   readonly #streams = new Set<EventQueue<StreamResponse>>()
   #ignoredEvents = 0
+  /** Shutdown cancelled the executions (abortExecutions): no turn starts one any more. */
+  #refusingTurns = false
+  /** Resolves then: a turn still checking its inline push config stops waiting (#checkInlineConfig). */
+  readonly #turnsRefused: Promise<void>
+  #refuseTurns = noop
   /** Where every execution's events go (TurnEvents): made once. */
   readonly #sink: EventSink = {
     status: (execution, state, message) => this.#statusNow(execution, state, message) ?? this.#enqueue(execution.run, this.#statusEvent(execution, state, message)),
@@ -473,6 +478,7 @@ export class RequestHandler {
     this.#executorTimeout = options.executorTimeout ?? DEFAULT_EXECUTOR_TIMEOUT
     this.#deadlines = new DeadlineQueue(this.#executorTimeout, execution => this.#timedOut(execution))
     this.#immediate = options.taskStore.immediate
+    this.#turnsRefused = new Promise(resolve => { this.#refuseTurns = resolve })
   }
 
   get bus (): EventBus {
@@ -509,8 +515,13 @@ export class RequestHandler {
   /**
    * Shutdown: aborts the signal of every running execution and calls the executor's
    * `cancel` hook for it, as CancelTask does (its task then ends CANCELED); returns how many.
+   * From now on a turn is refused as new calls are (#turnExecution): one whose call was still
+   * checking its push config, or waiting for its task's lease, would start an execution that
+   * nothing cancels.
    */
   abortExecutions (): number {
+    this.#refusingTurns = true
+    this.#refuseTurns()
     let count = 0
     for (const run of this.#runs.values()) {
       for (const execution of run.executions) {
@@ -906,7 +917,7 @@ export class RequestHandler {
       }
     }
     const inlineConfig = inlinePush === undefined ? undefined : this.#pushConfig(inlinePush, taskId)
-    if (inlineConfig !== undefined) yield this.#options.checkPushConfig?.(inlineConfig)
+    if (inlineConfig !== undefined) yield this.#checkInlineConfig(inlineConfig)
     if (existing === undefined) return this.#newTaskTurn(params, context, listener, ended, taskId, inlineConfig)
 
     const scope = this.#scope(context)
@@ -944,6 +955,15 @@ export class RequestHandler {
     return this.#launch(execution, taskAtStart, context, params, unsubscribe)
   }
 
+  /**
+   * The check of a turn's inline push config: a lookup of its host, of up to 5 s. Shutdown stops
+   * waiting for it, so that the turn is refused (#turnExecution) and answered within its grace periods.
+   */
+  #checkInlineConfig (config: StoredPushConfig): Promise<void> | undefined {
+    const check = this.#options.checkPushConfig?.(config)
+    return check === undefined ? undefined : Promise.race([check, this.#turnsRefused])
+  }
+
   /** The turn that creates task `taskId`: its events go to `listener` from the first, the task itself. */
   #newTaskTurn (
     params: SendMessageRequest, context: CallContext, listener: BusListener, ended: TurnEnded, taskId: string, inlineConfig?: StoredPushConfig
@@ -966,6 +986,7 @@ export class RequestHandler {
    * anything awaits: the run is not dropped meanwhile, and a cancel finds it.
    */
   #turnExecution (scope: Scope, task: Pick<Task, 'id' | 'contextId'>, message: Message, ended: TurnEnded, pushConfig?: StoredPushConfig): Execution {
+    if (this.#refusingTurns) throw shuttingDown()
     const run = this.#runFor(scope, task)
     const execution = this.#newExecution(run, withTask(message, task.id, task.contextId as string), ended)
     if (pushConfig !== undefined) execution.pushConfig = pushConfig
