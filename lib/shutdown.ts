@@ -46,10 +46,11 @@ export async function shutDown ({ handler, runner, webSockets, server, options, 
   const running = handler.runningExecutions
   await waitUntil(() => handler.runningExecutions === 0 && runner.inFlight === 0, options.completionGrace)
 
-  const late = handler.runningExecutions
+  // Also when none runs: a call still checking its push config (or waiting for its task's
+  // lease) is refused from here, instead of starting an execution nothing would cancel.
+  const late = handler.abortExecutions()
   let abandoned = 0
   if (late > 0) {
-    handler.abortExecutions()
     await waitUntil(() => handler.runningExecutions === 0, options.taskGrace)
     abandoned = await handler.abandonExecutions()
   }

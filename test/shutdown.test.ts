@@ -205,3 +205,53 @@ t.test('an execution stopped by shutdown before it made a task: its call is answ
   await eventually(() => handler.ignoredEvents === 2)
   t.equal((await taskStore.list({ pageSize: 100 }, { tenant: '' })).tasks.length, 0, 'no task was made, not even by the abandoned executor afterwards')
 })
+
+t.test('a SendMessage whose inline push config is still being checked when the executions are cancelled starts none: answered Unavailable within the grace periods', async t => {
+  let lookingUp!: () => void
+  const lookup = new Promise<void>(resolve => { lookingUp = resolve })
+  let answerLookup!: () => void
+  const answered = new Promise<void>(resolve => { answerLookup = resolve })
+  let started = 0
+  const completionGrace = 100
+  const taskGrace = 100
+  const server = await startServer({
+    shutdown: { completionGrace, taskGrace },
+    // Bounds this test should an executor start after all (it waits for its signal).
+    executorTimeout: 1000,
+    // The lookup of the webhook's host (up to 5 s at creation) answers only when the test says.
+    push: {
+      resolve: async () => {
+        lookingUp()
+        await answered
+        throw Object.assign(new Error('no such host'), { code: 'ENOTFOUND' })
+      }
+    },
+    executor: {
+      async execute (context, events) {
+        started++
+        await events.working()
+        await new Promise(resolve => context.signal.addEventListener('abort', resolve, { once: true }))
+      }
+    }
+  })
+  const { taskStore } = server.fastify.a2a
+  const sent = post(server.endpoint, {
+    jsonrpc: '2.0', id: 'checking', method: 'SendMessage', params: { message: userMessage('x'), configuration: { taskPushNotificationConfig: { url: 'http://hooks.invalid/x' } } }
+  })
+  await lookup
+  const closing = server.close()
+  const closedInTime = await Promise.race([
+    closing.then(() => true),
+    new Promise<boolean>(resolve => setTimeout(() => resolve(false), completionGrace + 2 * taskGrace + 3000))
+  ])
+  answerLookup()
+  const { body } = await sent
+  // Had close() not ended, the connections it waits for go: the test ends either way.
+  if (!closedInTime) server.fastify.server.closeAllConnections()
+  await closing
+  t.ok(closedInTime, 'close() ends within completionGrace + 2 × taskGrace (and some slack), though the lookup has not answered')
+  t.same(body, { jsonrpc: '2.0', id: 'checking', error: unavailable }, 'the call is refused as new ones are')
+  t.equal(started, 0, 'no executor started, not even once the lookup answered')
+  t.same(server.fastify.a2a.lastShutdownReport, { drained: 0, cancelled: 0, abandoned: 0, streamsEnded: 0, webSocketsClosed: 0 })
+  t.equal((await taskStore.list({ pageSize: 100 }, { tenant: '' })).tasks.length, 0, 'no task was made')
+})

@@ -4,16 +4,62 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import t from 'tap'
-import { openSqliteStores } from '../lib/index.js'
+import t, { type Test } from 'tap'
+import { isTerminal, openSqliteStores, type StreamResponse } from '../lib/index.js'
+import { topicOf } from '../lib/bus/topic.js'
 import { MemoryTaskStore } from '../lib/store/memory.js'
 import { call, eventually, result, startServer, stream, userMessage } from './helpers/server.js'
+import { startReceiver } from './helpers/webhook.js'
 
 const server = await startServer()
 t.teardown(() => server.close())
 const url = server.endpoint
 const send = (text: string, extra = {}, configuration?: object) =>
   call(url, 'SendMessage', configuration === undefined ? { message: userMessage(text, extra) } : { message: userMessage(text, extra), configuration })
+
+/** A promise and what settles it: a step a test lets happen when it chooses. */
+function gate (): { passed: Promise<void>, open: () => void } {
+  let open!: () => void
+  const passed = new Promise<void>(resolve => { open = resolve })
+  return { passed, open }
+}
+
+/**
+ * A memory store awaited as any other (a subclass has no immediate operations) whose next read
+ * of a task can be held: it reads the task at once, as it is then, and answers once released.
+ */
+class HeldReadStore extends MemoryTaskStore {
+  #held: { taskId: string, read: () => void, released: Promise<void> } | undefined
+
+  /** The next read of `taskId`: `read` settles once it has read the task, `release()` lets it answer. */
+  holdNextRead (taskId: string): { read: Promise<void>, release: () => void } {
+    const read = gate()
+    const release = gate()
+    this.#held = { taskId, read: read.open, released: release.passed }
+    return { read: read.passed, release: release.open }
+  }
+
+  override async get (...args: Parameters<MemoryTaskStore['get']>) {
+    const task = structuredClone(await super.get(...args))
+    const held = this.#held
+    if (held?.taskId === args[0]) {
+      this.#held = undefined
+      held.read()
+      await held.released
+    }
+    return task
+  }
+}
+
+/** The terminal states published on the task's topic, from now on. */
+function terminalEvents (t: Test, bus: { subscribe (topic: string, listener: (event: StreamResponse) => void): () => void }, taskId: string): string[] {
+  const states: string[] = []
+  t.teardown(bus.subscribe(topicOf('', taskId), (event) => {
+    const state = event.statusUpdate?.status.state
+    if (state !== undefined && isTerminal(state)) states.push(state)
+  }))
+  return states
+}
 
 t.test('echo: blocking by default, returns the completed task with its artifact and history', async t => {
   const { result: { task } } = await send('hello there')
@@ -196,6 +242,42 @@ t.test('a task its cancel hook completes instead → -32002 TaskNotCancelable, t
   t.equal((await result(finishing.endpoint, 'GetTask', { id: task.id })).status.state, 'TASK_STATE_COMPLETED')
 })
 
+t.test('a CancelTask whose read of its task is overtaken by the task\'s end: -32002, and the end is published once', async t => {
+  const taskStore = new HeldReadStore()
+  const complete = gate()
+  const server = await startServer({
+    taskStore,
+    executor: {
+      async execute (_context, events) {
+        await events.working()
+        await complete.passed
+        await events.completed()
+      }
+    }
+  })
+  t.teardown(() => server.close())
+  const { handler, bus } = server.fastify.a2a
+  const { task } = await result(server.endpoint, 'SendMessage', { message: userMessage('x'), configuration: { returnImmediately: true } })
+  await eventually(async () => (await result(server.endpoint, 'GetTask', { id: task.id })).status.state === 'TASK_STATE_WORKING')
+  const ends = terminalEvents(t, bus, task.id)
+  const { read, release } = taskStore.holdNextRead(task.id)
+  const cancel = call(server.endpoint, 'CancelTask', { id: task.id })
+  await read
+  // The cancel read the task WORKING; now it completes, and its run goes.
+  complete.open()
+  await eventually(() => handler.activeTasks === 0)
+  release()
+  const { error } = await cancel
+  t.same(error, {
+    code: -32002,
+    message: `Task cannot be canceled: ${task.id}`,
+    data: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'TASK_NOT_CANCELABLE', domain: 'a2a-protocol.org', metadata: { taskId: task.id, state: 'TASK_STATE_COMPLETED' } }]
+  })
+  t.same(ends, ['TASK_STATE_COMPLETED'], 'one terminal event, the executor\'s')
+  t.equal(handler.ignoredEvents, 0, 'no end was taken as another process\'s')
+  t.equal(handler.activeTasks, 0)
+})
+
 t.test("the cancel hook's context carries the CancelTask request's metadata, over JSON-RPC and REST", async t => {
   const seen: unknown[] = []
   const recording = await startServer({
@@ -322,6 +404,98 @@ t.test('a CancelTask that the store fails after its first read leaves nothing ru
     taskStore.reads = Infinity
     t.equal((await result(failing.endpoint, 'CancelTask', { id: task.id })).status.state, 'TASK_STATE_CANCELED', 'the store back, the task is canceled')
   }
+})
+
+t.test('a refused message whose task asked for input while the message was being checked leaves it waiting for input, with the memory store and with SQLite', async t => {
+  const receiver = await startReceiver()
+  t.teardown(() => receiver.close())
+  const sqlite = openSqliteStores({ path: ':memory:' })
+  t.teardown(() => sqlite.close())
+  for (const [name, stores] of [['memory', {}], ['SQLite', sqlite]] as const) {
+    // The inline config's host is looked up between the message's read of its task and its turn.
+    const lookup = gate()
+    const answer = gate()
+    const askForInput = gate()
+    const resumed: string[] = []
+    const server = await startServer({
+      ...stores,
+      push: {
+        allow: ['127.0.0.1'],
+        maxConfigsPerTask: 1,
+        resolve: async () => {
+          lookup.open()
+          await answer.passed
+          throw Object.assign(new Error('no such host'), { code: 'ENOTFOUND' })
+        }
+      },
+      executor: {
+        async execute (context, events) {
+          if (context.task !== undefined) {
+            resumed.push(context.message.parts[0]?.text as string)
+            return await events.completed()
+          }
+          await events.working()
+          await askForInput.passed
+          await events.inputRequired('need input')
+        }
+      }
+    })
+    t.teardown(() => server.close())
+    const { handler } = server.fastify.a2a
+    const { task } = await result(server.endpoint, 'SendMessage', { message: userMessage('first'), configuration: { returnImmediately: true } })
+    await result(server.endpoint, 'CreateTaskPushNotificationConfig', { taskId: task.id, id: 'first', url: `${receiver.origin}/first` })
+    const refused = call(server.endpoint, 'SendMessage', {
+      message: userMessage('refused', { taskId: task.id }),
+      configuration: { taskPushNotificationConfig: { id: 'second', url: 'http://hooks.invalid/second' } }
+    })
+    await lookup.passed
+    // The message read the task running; now the first turn asks for input, and its run goes.
+    askForInput.open()
+    await eventually(() => handler.activeTasks === 0)
+    answer.open()
+    const { error } = await refused
+    t.match(error, { code: -32602, message: /^Invalid parameters: taskId already has 1 push notification configs/ }, `${name}: refused, the task has its one config`)
+    await eventually(() => handler.activeTasks === 0)
+    const after = await result(server.endpoint, 'GetTask', { id: task.id })
+    t.equal(after.status.state, 'TASK_STATE_INPUT_REQUIRED', `${name}: still waiting for input, not FAILED`)
+    t.same(after.status.message.parts, [{ text: 'need input' }])
+    t.same(after.history.map((message: any) => message.parts[0].text), ['first', 'need input'], `${name}: the refused message was not added`)
+    t.same(resumed, [], `${name}: no execution ran it`)
+    t.equal(handler.ignoredEvents, 0)
+  }
+})
+
+t.test('a message whose read of its task is overtaken by the task\'s end: -32004, and the end is published once', async t => {
+  const taskStore = new HeldReadStore()
+  const complete = gate()
+  const server = await startServer({
+    taskStore,
+    executor: {
+      async execute (_context, events) {
+        await events.working()
+        await complete.passed
+        await events.completed()
+      }
+    }
+  })
+  t.teardown(() => server.close())
+  const { handler, bus } = server.fastify.a2a
+  const { task } = await result(server.endpoint, 'SendMessage', { message: userMessage('first'), configuration: { returnImmediately: true } })
+  await eventually(async () => (await result(server.endpoint, 'GetTask', { id: task.id })).status.state === 'TASK_STATE_WORKING')
+  const ends = terminalEvents(t, bus, task.id)
+  const { read, release } = taskStore.holdNextRead(task.id)
+  const late = call(server.endpoint, 'SendMessage', { message: userMessage('late', { taskId: task.id }) })
+  await read
+  // The message read the task WORKING; now it completes, and its run goes.
+  complete.open()
+  await eventually(() => handler.activeTasks === 0)
+  release()
+  const { error } = await late
+  t.match(error, { code: -32004, data: [{ reason: 'UNSUPPORTED_OPERATION', metadata: { taskId: task.id, state: 'TASK_STATE_COMPLETED' } }] })
+  await eventually(() => handler.activeTasks === 0)
+  t.same(ends, ['TASK_STATE_COMPLETED'], 'one terminal event, the executor\'s')
+  t.equal(handler.ignoredEvents, 0, 'no end was taken as another process\'s')
+  t.equal((await result(server.endpoint, 'GetTask', { id: task.id })).status.state, 'TASK_STATE_COMPLETED')
 })
 
 t.test('a snapshot of a live task keeps its artifacts as they were: later chunks grow neither its parts nor its metadata', async t => {

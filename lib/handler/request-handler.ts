@@ -124,7 +124,10 @@ interface TaskRun {
   scope: Scope
   taskId: string
   contextId: string
-  /** The current state once the task exists. */
+  /**
+   * The current state once the task exists. A run made from a read holds that read's, which may
+   * be out of date, until one of its changes reads the task (#takeStoredState).
+   */
   state?: TaskState
   /** A change is running (#enqueue); the changes queued meanwhile wait here, in order (made for the first). */
   busy: boolean
@@ -152,7 +155,7 @@ interface Execution {
   pushConfig?: StoredPushConfig
   /** Aborted by `executorTimeout`: the task ends FAILED, not CANCELED. */
   timedOut: boolean
-  /** What the executor was called with; shutdown hands it to the `cancel` hook. */
+  /** What the executor was called with, once it is; shutdown hands it to the `cancel` hook. */
   context?: TurnContext
   /**
    * Why nothing more it emits is written, once the handler stopped waiting for it: `lost`, this
@@ -222,6 +225,12 @@ function dropExecution (run: TaskRun, execution: Execution): void {
 /** A string that is set and not empty: an optional id the client may also send as ''. */
 function hasText (value: string | undefined): value is string {
   return value !== undefined && value !== ''
+}
+
+/** Does an executor of the run's task run now: called (#launch, #resume), and not yet returned? */
+function executorRuns (run: TaskRun): boolean {
+  for (const execution of run.executions) if (execution.context !== undefined) return true
+  return false
 }
 
 function keyOf (run: TaskRun): TaskKey {
@@ -445,6 +454,11 @@ export class RequestHandler {
   /** Every stream handed to a dispatcher and not yet ended: shutdown ends what is left. */
   readonly #streams = new Set<EventQueue<StreamResponse>>()
   #ignoredEvents = 0
+  /** Shutdown cancelled the executions (abortExecutions): no turn starts one any more. */
+  #refusingTurns = false
+  /** Resolves then: a turn still checking its inline push config stops waiting (#checkInlineConfig). */
+  readonly #turnsRefused: Promise<void>
+  #refuseTurns = noop
   /** Where every execution's events go (TurnEvents): made once. */
   readonly #sink: EventSink = {
     status: (execution, state, message) => this.#statusNow(execution, state, message) ?? this.#enqueue(execution.run, this.#statusEvent(execution, state, message)),
@@ -464,6 +478,7 @@ export class RequestHandler {
     this.#executorTimeout = options.executorTimeout ?? DEFAULT_EXECUTOR_TIMEOUT
     this.#deadlines = new DeadlineQueue(this.#executorTimeout, execution => this.#timedOut(execution))
     this.#immediate = options.taskStore.immediate
+    this.#turnsRefused = new Promise(resolve => { this.#refuseTurns = resolve })
   }
 
   get bus (): EventBus {
@@ -500,8 +515,13 @@ export class RequestHandler {
   /**
    * Shutdown: aborts the signal of every running execution and calls the executor's
    * `cancel` hook for it, as CancelTask does (its task then ends CANCELED); returns how many.
+   * From now on a turn is refused as new calls are (#turnExecution): one whose call was still
+   * checking its push config, or waiting for its task's lease, would start an execution that
+   * nothing cancels.
    */
   abortExecutions (): number {
+    this.#refusingTurns = true
+    this.#refuseTurns()
     let count = 0
     for (const run of this.#runs.values()) {
       for (const execution of run.executions) {
@@ -722,8 +742,8 @@ export class RequestHandler {
           this.#options.logger.error({ err: error, taskId: task.id }, 'executor cancel failed')
         }
       }
-      const run = this.#runFor(scope, await this.#loadTask(task.id, context))
-      await this.#enqueue(run, this.#endTask(run, 'TASK_STATE_CANCELED'))
+      const run = this.#runFor(scope, task)
+      await this.#enqueue(run, this.#cancelChange(run))
       const ended = await this.#loadTask(task.id, context)
       // It ended otherwise meanwhile (its executor, or its cancel hook, completed it first): not canceled.
       if (ended.status.state !== 'TASK_STATE_CANCELED') throw taskNotCancelable(ended)
@@ -897,7 +917,7 @@ export class RequestHandler {
       }
     }
     const inlineConfig = inlinePush === undefined ? undefined : this.#pushConfig(inlinePush, taskId)
-    if (inlineConfig !== undefined) yield this.#options.checkPushConfig?.(inlineConfig)
+    if (inlineConfig !== undefined) yield this.#checkInlineConfig(inlineConfig)
     if (existing === undefined) return this.#newTaskTurn(params, context, listener, ended, taskId, inlineConfig)
 
     const scope = this.#scope(context)
@@ -908,6 +928,7 @@ export class RequestHandler {
     try {
       yield this.#enqueue(run, awaiting(async () => {
         const task = await this.#loadTask(taskId, context)
+        this.#takeStoredState(run, task)
         this.#refuseTerminal(task, 'send a message to')
         // The config first: refused (the task has its most configs), the message is not added either.
         if (execution.pushConfig !== undefined) await this.#storeConfig(execution.pushConfig, scope)
@@ -925,11 +946,22 @@ export class RequestHandler {
         unsubscribe = this.#options.bus.subscribe(run.topic, listener)
       }))
     } catch (error) {
-      this.#dropExecution(run, execution)
+      dropExecution(run, execution)
+      // Queued before the run may go: a turn starting meanwhile finds this change ahead of its own.
       this.#leftWithoutExecution(run)
+      this.#dropIfIdle(run)
       throw error
     }
     return this.#launch(execution, taskAtStart, context, params, unsubscribe)
+  }
+
+  /**
+   * The check of a turn's inline push config: a lookup of its host, of up to 5 s. Shutdown stops
+   * waiting for it, so that the turn is refused (#turnExecution) and answered within its grace periods.
+   */
+  #checkInlineConfig (config: StoredPushConfig): Promise<void> | undefined {
+    const check = this.#options.checkPushConfig?.(config)
+    return check === undefined ? undefined : Promise.race([check, this.#turnsRefused])
   }
 
   /** The turn that creates task `taskId`: its events go to `listener` from the first, the task itself. */
@@ -954,6 +986,7 @@ export class RequestHandler {
    * anything awaits: the run is not dropped meanwhile, and a cancel finds it.
    */
   #turnExecution (scope: Scope, task: Pick<Task, 'id' | 'contextId'>, message: Message, ended: TurnEnded, pushConfig?: StoredPushConfig): Execution {
+    if (this.#refusingTurns) throw shuttingDown()
     const run = this.#runFor(scope, task)
     const execution = this.#newExecution(run, withTask(message, task.id, task.contextId as string), ended)
     if (pushConfig !== undefined) execution.pushConfig = pushConfig
@@ -1093,7 +1126,30 @@ export class RequestHandler {
 
   * #endLeftTask (run: TaskRun): Steps<void> {
     if (run.executions.length > 0 || (yield * this.#runsElsewhere(run))) return
+    // Decided on the task as stored: the refused change may have failed before it read the task.
+    const task: Task | undefined = yield this.#readTask(run.taskId, run.scope)
+    if (task === undefined) return
+    this.#takeStoredState(run, task)
     yield * this.#endTask(run, 'TASK_STATE_FAILED', STOPPED_WITHOUT_FINAL_STATE, true)
+  }
+
+  /** CancelTask's change: the task ends CANCELED, unless it is over as stored now. */
+  * #cancelChange (run: TaskRun): Steps<void> {
+    this.#takeStoredState(run, yield this.#loadIn(run.taskId, run.scope))
+    yield * this.#endTask(run, 'TASK_STATE_CANCELED')
+  }
+
+  /**
+   * The run takes the state of `task`, read in one of its changes, so after every change this
+   * process made before it. The run's own may be older: made from a read done before the run
+   * existed, it misses what a turn on a run since dropped did (the task waits for input, or
+   * ended, and its readers were told). An end the run does not know of while its executor runs
+   * came from a process sharing the store: it is left to that executor's next change, which
+   * takes it (#takeEnd: the executor is aborted and this server's readers get the end).
+   */
+  #takeStoredState (run: TaskRun, task: Task): void {
+    if (isTerminal(task.status.state) && executorRuns(run)) return
+    run.state = task.status.state
   }
 
   /** Ends the task in `state` (with `reason` as its status message), unless it is over: terminal, or interrupted when `unlessInterrupted`. */
