@@ -2,14 +2,20 @@
 // finish within completionGrace, cancels what is left and gives its executors taskGrace,
 // abandons an executor that ignores its signal, ends every stream, closes every WebSocket
 // with 1001 and reports what it did. Tasks in every phase, streams over every binding.
+import v8 from 'node:v8'
 import t from 'tap'
 import { conformanceAgent } from '../examples/agent.js'
-import type { AgentExecutor } from '../lib/index.js'
+import type { AgentExecutor, PushSender } from '../lib/index.js'
 import { startAgentProcess } from './helpers/agent-process.js'
 import { eventually, openSse, post, result, startServer, userMessage } from './helpers/server.js'
 import { connect, refusedUpgrade, wsUrl } from './helpers/ws.js'
 import { liveTimeouts } from './helpers/timers.js'
 import { restStream } from './helpers/rest.js'
+import { startReceiver } from './helpers/webhook.js'
+
+// v8.queryObjects (Node 20.13 on): how many objects of a constructor the heap holds, after a full GC.
+const queryObjects = (v8 as { queryObjects?: (ctor: Function, options: { format: 'count' }) => number }).queryObjects
+const heapObjects = (ctor: Function): number => (queryObjects as NonNullable<typeof queryObjects>)(ctor, { format: 'count' })
 
 /** The conformance agent, plus `stubborn`: working, then it never ends and ignores its signal. */
 const agent: AgentExecutor = {
@@ -254,4 +260,31 @@ t.test('a SendMessage whose inline push config is still being checked when the e
   t.equal(started, 0, 'no executor started, not even once the lookup answered')
   t.same(server.fastify.a2a.lastShutdownReport, { drained: 0, cancelled: 0, abandoned: 0, streamsEnded: 0, webSocketsClosed: 0 })
   t.equal((await taskStore.list({ pageSize: 100 }, { tenant: '' })).tasks.length, 0, 'no task was made')
+})
+
+t.test('a turn whose inline push config was checked leaves nothing behind for shutdown to stop: 1,000 such turns hold no promise', async t => {
+  const receiver = await startReceiver()
+  const server = await startServer({ push: { allow: ['127.0.0.1'], retryDelay: 1 } })
+  t.teardown(async () => {
+    await server.close()
+    await receiver.close()
+  })
+  const sender = server.fastify.a2a.push as PushSender
+  const turns = async (count: number) => {
+    for (let i = 0; i < count; i++) {
+      const reply = await server.fastify.inject({
+        method: 'POST',
+        url: '/',
+        headers: { 'content-type': 'application/json', 'a2a-version': '1.0' },
+        payload: { jsonrpc: '2.0', id: i, method: 'SendMessage', params: { message: userMessage('x'), configuration: { taskPushNotificationConfig: { url: `${receiver.origin}/hook` } } } }
+      })
+      if (reply.json().result?.task?.status.state !== 'TASK_STATE_COMPLETED') throw new Error(`turn ${i}: ${reply.body}`)
+    }
+    await sender.idle()
+  }
+  await turns(100)
+  const before = heapObjects(Promise)
+  await turns(1000)
+  const after = heapObjects(Promise)
+  t.ok(after - before < 100, `promises held after 1,000 more turns: ${after - before}`)
 })

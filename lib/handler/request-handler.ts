@@ -456,9 +456,8 @@ export class RequestHandler {
   #ignoredEvents = 0
   /** Shutdown cancelled the executions (abortExecutions): no turn starts one any more. */
   #refusingTurns = false
-  /** Resolves then: a turn still checking its inline push config stops waiting (#checkInlineConfig). */
-  readonly #turnsRefused: Promise<void>
-  #refuseTurns = noop
+  /** Turns checking their inline push config: shutdown stops their wait (#checkInlineConfig). */
+  readonly #checking = new Set<() => void>()
   /** Where every execution's events go (TurnEvents): made once. */
   readonly #sink: EventSink = {
     status: (execution, state, message) => this.#statusNow(execution, state, message) ?? this.#enqueue(execution.run, this.#statusEvent(execution, state, message)),
@@ -478,7 +477,6 @@ export class RequestHandler {
     this.#executorTimeout = options.executorTimeout ?? DEFAULT_EXECUTOR_TIMEOUT
     this.#deadlines = new DeadlineQueue(this.#executorTimeout, execution => this.#timedOut(execution))
     this.#immediate = options.taskStore.immediate
-    this.#turnsRefused = new Promise(resolve => { this.#refuseTurns = resolve })
   }
 
   get bus (): EventBus {
@@ -521,7 +519,7 @@ export class RequestHandler {
    */
   abortExecutions (): number {
     this.#refusingTurns = true
-    this.#refuseTurns()
+    for (const stopWaiting of this.#checking) stopWaiting()
     let count = 0
     for (const run of this.#runs.values()) {
       for (const execution of run.executions) {
@@ -961,7 +959,20 @@ export class RequestHandler {
    */
   #checkInlineConfig (config: StoredPushConfig): Promise<void> | undefined {
     const check = this.#options.checkPushConfig?.(config)
-    return check === undefined ? undefined : Promise.race([check, this.#turnsRefused])
+    if (check === undefined) return undefined
+    // Not a race with one promise shutdown resolves: each race would leave a reaction on it
+    // for as long as the server runs.
+    return new Promise<void>((resolve, reject) => {
+      const stopWaiting = () => resolve()
+      this.#checking.add(stopWaiting)
+      check.then(() => {
+        this.#checking.delete(stopWaiting)
+        resolve()
+      }, (error: unknown) => {
+        this.#checking.delete(stopWaiting)
+        reject(error)
+      })
+    })
   }
 
   /** The turn that creates task `taskId`: its events go to `listener` from the first, the task itself. */
