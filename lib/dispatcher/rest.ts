@@ -5,7 +5,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { TObject } from 'typebox'
 import {
   InternalError, MethodNotFoundError, UnsupportedMediaTypeError, errorHeaders, invalidParams,
-  toA2AError, toRestError, type A2AError
+  toRefusal, toRestError, type A2AError
 } from '../errors/index.js'
 import { merged } from '../copy.js'
 import * as requests from '../schema/requests.js'
@@ -120,7 +120,8 @@ export async function restDispatcher (fastify: FastifyInstance, options: HttpDis
   // whatever its body, and bad JSON or another media type is the binding's error.
   readBodiesAsText(fastify, options.bodyLimit)
 
-  fastify.setErrorHandler((error, request, reply) => sendError(request, reply, toA2AError(error, options.bodyLimit)))
+  // What reaches it was raised before the call (a hook, the body) or is already an A2A error (sendHttpAnswer).
+  fastify.setErrorHandler((error, request, reply) => sendError(request, reply, toRefusal(error, reply, options.bodyLimit)))
   if (options.coalesceReplies) coalesceReplies(fastify, JSON.stringify(toRestError(new InternalError())), A2A_JSON)
 
   /** Answers one request; resolves to nothing (sendHttpAnswer). */
