@@ -58,6 +58,14 @@ declare module 'fastify' {
 /** Cards built from a request's origin are cached for this many distinct origins. */
 const CARD_CACHE_LIMIT = 32
 
+/**
+ * Servers whose upgrades an agent's own @fastify/websocket already routes. Its `upgrade`
+ * listener routes each through the whole application, the routes of an agent in a sibling
+ * context included; that agent's registration adds a listener of its own, which would route
+ * every upgrade a second time (on a socket that has its response already: a warning each).
+ */
+const upgradesRouted = new WeakSet<object>()
+
 async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions): Promise<void> {
   if (fastify.hasDecorator('a2a')) throw new AlreadyRegisteredError()
   const options: NormalizedOptions = normalizeOptions(rawOptions)
@@ -242,6 +250,9 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
     // to every route of the instance, the user's included.
     await a2a.register(async (wsContext) => {
       if (ownWebSocketPlugin) {
+        const server = fastify.server
+        const listening = server.listeners('upgrade')
+        // Registered here all the same: its route wrapper and hooks serve this context's route.
         await wsContext.register(fastifyWebsocket, {
           // The subprotocol is selected by webSocketDispatcher, on this server or the user's.
           options: { maxPayload: maxMessageSize },
@@ -254,9 +265,17 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
         // registration of it then fails (two would both route every upgrade).
         fastify.decorate('websocketServer', wsContext.websocketServer)
         fastify.decorate('injectWS', wsContext.injectWS)
-        // After @fastify/websocket's own `upgrade` listener, which it needs to follow.
-        const unclose = closeUpgradesAnsweredOverHttp(fastify.server)
-        wsContext.addHook('onClose', async () => unclose())
+        if (upgradesRouted.has(server)) {
+          // Another agent's listener routes this agent's upgrades too (upgradesRouted).
+          for (const listener of server.listeners('upgrade')) {
+            if (!listening.includes(listener)) server.off('upgrade', listener as () => void)
+          }
+        } else {
+          upgradesRouted.add(server)
+          // After @fastify/websocket's own `upgrade` listener, which it needs to follow.
+          const unclose = closeUpgradesAnsweredOverHttp(server)
+          wsContext.addHook('onClose', async () => unclose())
+        }
       }
       await wsContext.register(webSocketDispatcher, {
         server: wsServer,
