@@ -54,6 +54,9 @@ const routes: RestRoute[] = [
 
 const TENANT_PREFIX = '/:tenant'
 
+/** The paths of the binding's routes (each also under /{tenant}), for their CORS preflights. */
+export const REST_PATHS: readonly string[] = [...new Set(routes.flatMap(route => [route.url, TENANT_PREFIX + route.url]))]
+
 /**
  * Without a plugin prefix these are the paths the binding owns (each also under /{tenant}):
  * an unknown route among them gets the A2A 404 body, any other path the application's own 404.
