@@ -1,6 +1,6 @@
 // The plugin: options checked once, the handler built over the stores and the bus, the
 // dispatchers registered under the prefix and the agent card at the host root.
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { MemoryEventBus } from './bus/memory.js'
 import type { EventBus } from './bus/types.js'
@@ -23,7 +23,7 @@ import { authentication } from './interceptors/auth.js'
 import { rateLimit } from './interceptors/rate-limit.js'
 import { tenancy } from './interceptors/tenancy.js'
 import type { A2AInterceptor } from './interceptors/types.js'
-import { REST_BINDING, restDispatcher } from './dispatcher/rest.js'
+import { REST_BINDING, REST_PATHS, restDispatcher } from './dispatcher/rest.js'
 import type { AgentCard, AgentCardInput } from './schema/wire.js'
 import { MemoryPushConfigStore, MemoryTaskStore } from './store/memory.js'
 import { PushSender } from './push/sender.js'
@@ -57,6 +57,14 @@ declare module 'fastify' {
 
 /** Cards built from a request's origin are cached for this many distinct origins. */
 const CARD_CACHE_LIMIT = 32
+
+/**
+ * Servers whose upgrades an agent's own @fastify/websocket already routes. Its `upgrade`
+ * listener routes each through the whole application, the routes of an agent in a sibling
+ * context included; that agent's registration adds a listener of its own, which would route
+ * every upgrade a second time (on a socket that has its response already: a warning each).
+ */
+const upgradesRouted = new WeakSet<object>()
 
 async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions): Promise<void> {
   if (fastify.hasDecorator('a2a')) throw new AlreadyRegisteredError()
@@ -178,8 +186,8 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
       return card
     }
   }
-  // @fastify/cors always adds an `OPTIONS *` route to its context, so with no prefix the card,
-  // at the root as well, takes the CORS of the A2A routes' context (below) rather than a second.
+  // @fastify/cors always adds an `OPTIONS *` route to its context (scopedCors), so with no prefix
+  // the card, at the root as well, takes the CORS of the A2A routes' context (below) rather than a second.
   const cardBesideA2ARoutes = cors !== undefined && prefix === ''
   // Fastify logs a request's URL before any hook: an API key in the query string is kept out,
   // on the card's route too (a client may send its key with every request).
@@ -188,7 +196,7 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
   if (!cardBesideA2ARoutes) {
     await fastify.register(async (cardContext) => {
       // The card is a simple GET: it needs the CORS headers, not a preflight route of its own.
-      if (cors !== undefined) await cardContext.register(fastifyCors, { ...corsDefaults(cors), preflight: false })
+      if (cors !== undefined) await scopedCors(cardContext, { ...corsDefaults(cors), preflight: false }, [])
       await cardContext.register(cardRoute, cardRouteOptions)
     }, { logSerializers })
   }
@@ -231,7 +239,11 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
   }
 
   await fastify.register(async (a2a) => {
-    if (cors !== undefined) await a2a.register(fastifyCors, corsDefaults(cors, options.auth?.apiKey !== undefined && options.auth.apiKey.in !== 'query' ? options.auth.apiKey.name : undefined))
+    if (cors !== undefined) {
+      const apiKeyHeader = options.auth?.apiKey !== undefined && options.auth.apiKey.in !== 'query' ? options.auth.apiKey.name : undefined
+      // JSON-RPC and the WebSocket route at the root path, the REST routes, and the card beside them.
+      await scopedCors(a2a, corsDefaults(cors, apiKeyHeader), ['/', ...REST_PATHS, ...(cardBesideA2ARoutes ? [AGENT_CARD_PATH] : [])])
+    }
     // In a context of its own, so that the dispatchers' hooks stay off it.
     if (cardBesideA2ARoutes) await a2a.register(async (cardContext) => cardContext.register(cardRoute, cardRouteOptions))
     const http = { runner, bodyLimit: options.bodyLimit, maxJsonDepth: options.maxJsonDepth, coalesceReplies: options.coalesceReplies, sseKeepAlive: options.sseKeepAlive }
@@ -242,6 +254,9 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
     // to every route of the instance, the user's included.
     await a2a.register(async (wsContext) => {
       if (ownWebSocketPlugin) {
+        const server = fastify.server
+        const listening = server.listeners('upgrade')
+        // Registered here all the same: its route wrapper and hooks serve this context's route.
         await wsContext.register(fastifyWebsocket, {
           // The subprotocol is selected by webSocketDispatcher, on this server or the user's.
           options: { maxPayload: maxMessageSize },
@@ -254,9 +269,17 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
         // registration of it then fails (two would both route every upgrade).
         fastify.decorate('websocketServer', wsContext.websocketServer)
         fastify.decorate('injectWS', wsContext.injectWS)
-        // After @fastify/websocket's own `upgrade` listener, which it needs to follow.
-        const unclose = closeUpgradesAnsweredOverHttp(fastify.server)
-        wsContext.addHook('onClose', async () => unclose())
+        if (upgradesRouted.has(server)) {
+          // Another agent's listener routes this agent's upgrades too (upgradesRouted).
+          for (const listener of server.listeners('upgrade')) {
+            if (!listening.includes(listener)) server.off('upgrade', listener as () => void)
+          }
+        } else {
+          upgradesRouted.add(server)
+          // After @fastify/websocket's own `upgrade` listener, which it needs to follow.
+          const unclose = closeUpgradesAnsweredOverHttp(server)
+          wsContext.addHook('onClose', async () => unclose())
+        }
       }
       await wsContext.register(webSocketDispatcher, {
         server: wsServer,
@@ -271,6 +294,27 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
       })
     })
   }, { prefix, logSerializers })
+}
+
+/**
+ * @fastify/cors on `context`, for the plugin's own paths alone. It always adds an `OPTIONS *`
+ * route to its context, which would answer, or hand the 404 handler with its headers, a
+ * preflight for any path under the context: at the root, every path of the application. That
+ * route is taken out of CORS by the route option @fastify/cors honours (`config.cors: false`),
+ * and each of `paths` gets an OPTIONS route of its own, whose preflight @fastify/cors's hook answers.
+ */
+async function scopedCors (context: FastifyInstance, options: FastifyCorsOptions, paths: readonly string[]): Promise<void> {
+  context.addHook('onRoute', (route) => {
+    if (route.method === 'OPTIONS' && route.routePath === '*') route.config = { ...route.config, cors: false } as typeof route.config
+  })
+  await context.register(fastifyCors, options)
+  for (const path of paths) context.options(path, answerPreflight)
+}
+
+/** @fastify/cors's own OPTIONS handler: a preflight its hook did not end (`preflightContinue`) is sent, any other OPTIONS is no route's. */
+function answerPreflight (request: FastifyRequest, reply: FastifyReply): void {
+  if ((request as { corsPreflightEnabled?: boolean }).corsPreflightEnabled === true) reply.send()
+  else reply.callNotFound()
 }
 
 /** CORS for the A2A routes: the A2A service parameters may be sent, and the headers a client reads are exposed. */

@@ -1,6 +1,8 @@
 // CORS through @fastify/cors (issue 5): preflight for the JSON-RPC and REST routes with
 // the A2A service parameters allowed and the headers a client reads exposed.
+import Fastify from 'fastify'
 import t from 'tap'
+import { a2aWebSocket } from '../lib/index.js'
 import { conformanceAgent, conformanceCard } from '../examples/agent.js'
 import { normalizeOptions } from '../lib/options.js'
 import { post, startServer } from './helpers/server.js'
@@ -52,6 +54,29 @@ t.test('with no prefix (the default) the routes, the card and the preflight shar
   t.equal((await card.json()).supportedInterfaces[0].url, server.origin)
 
 })
+t.test('the preflights answered are the plugin\'s paths alone: any other path gets the application\'s 404, without CORS headers', async t => {
+  for (const prefix of ['', '/a2a']) {
+    const fastify = Fastify()
+    fastify.setNotFoundHandler((request, reply) => { reply.code(404).send({ mine: `${request.method} ${request.url}` }) })
+    fastify.post('/api/x', async () => ({ ok: true }))
+    await fastify.register(a2aWebSocket, { executor: conformanceAgent, card: conformanceCard, prefix, cors: true })
+    t.teardown(() => fastify.close())
+    const preflight = async (url: string) => {
+      const reply = await fastify.inject({ method: 'OPTIONS', url, headers: { origin: 'https://page.example', 'access-control-request-method': 'POST' } })
+      return { status: reply.statusCode, allowOrigin: reply.headers['access-control-allow-origin'], allowMethods: reply.headers['access-control-allow-methods'], body: reply.body }
+    }
+    for (const url of ['/api/x', '/no/such/path']) {
+      t.same(await preflight(url), { status: 404, allowOrigin: undefined, allowMethods: undefined, body: JSON.stringify({ mine: `OPTIONS ${url}` }) }, `prefix '${prefix}': ${url}`)
+    }
+    // JSON-RPC (with and without the trailing slash under a prefix), REST, REST under a tenant.
+    for (const url of new Set([prefix || '/', `${prefix}/`, `${prefix}/message:send`, `${prefix}/tasks/t-1:cancel`, `${prefix}/acme/tasks`])) {
+      t.same(await preflight(url), { status: 204, allowOrigin: 'https://page.example', allowMethods: 'GET,HEAD,POST', body: '' }, `prefix '${prefix}': ${url}`)
+    }
+    const card = await fastify.inject({ url: '/.well-known/agent-card.json', headers: { origin: 'https://page.example' } })
+    t.same([card.statusCode, card.headers['access-control-allow-origin']], [200, 'https://page.example'], `prefix '${prefix}': the card`)
+  }
+})
+
 t.test('cors is a boolean or an object of @fastify/cors options; anything else fails registration', async t => {
   const options = (cors: unknown) => normalizeOptions({ executor: conformanceAgent, card: conformanceCard, cors: cors as never })
   for (const cors of ['yes', 5, null, [], () => {}]) {

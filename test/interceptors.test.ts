@@ -6,6 +6,7 @@ import Fastify from 'fastify'
 import t from 'tap'
 import { a2aWebSocket, PermissionDeniedError, type A2AInterceptor, type CallOutcome } from '../lib/index.js'
 import { conformanceAgent, conformanceCard } from '../examples/agent.js'
+import { logLines } from './helpers/logs.js'
 import { eventually, post, startServer, userMessage, V1 } from './helpers/server.js'
 import { rest } from './helpers/rest.js'
 import { connect, wsUrl } from './helpers/ws.js'
@@ -186,4 +187,71 @@ t.test('fastify.a2a.addInterceptor adds to the chain of every binding; ordinary 
   t.same(methods, ['GetTask', 'ListTasks'])
   t.same(hooks, ['hook POST /', 'hook GET /'], 'the user\'s hook ran for the JSON-RPC request and for the upgrade')
   t.throws(() => fastify.a2a.addInterceptor({ before: 'nope' } as any), { code: 'A2A_ERR_INVALID_OPTION' })
+})
+
+/** An Error carrying an HTTP status, as Fastify's own, @fastify/error's and @fastify/sensible's do. */
+const withStatus = (message: string, statusCode: number) => Object.assign(new Error(message), { statusCode })
+
+t.test('an application hook refusing with a 4xx statusCode is the binding\'s refusal for that status, not an internal error', async t => {
+  const { stream, lines } = logLines()
+  const fastify = Fastify({ logger: { level: 'info', stream } })
+  fastify.addHook('onRequest', async (request, reply) => {
+    switch (request.headers['x-refuse']) {
+      case '429': reply.header('retry-after', '30'); throw withStatus('slow down', 429)
+      case '401': reply.header('www-authenticate', 'Bearer realm="app"'); throw withStatus('sign in first', 401)
+      case '403': throw withStatus('not for you', 403)
+      case '409': throw withStatus('try later', 409)
+    }
+  })
+  await fastify.register(a2aWebSocket, { executor: conformanceAgent, card: conformanceCard })
+  t.teardown(() => fastify.close())
+  const rpcAnswer = async (refuse: string) => {
+    const reply = await fastify.inject({ method: 'POST', url: '/', headers: { ...V1, 'content-type': 'application/json', 'x-refuse': refuse }, payload: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: 'x' } }) })
+    return { status: reply.statusCode, retryAfter: reply.headers['retry-after'], challenge: reply.headers['www-authenticate'], body: reply.json() }
+  }
+  const restAnswer = async (refuse: string) => {
+    const reply = await fastify.inject({ method: 'GET', url: '/tasks/x', headers: { ...V1, 'x-refuse': refuse } })
+    return { status: reply.statusCode, body: reply.json() }
+  }
+  const retryInfo = { '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: '30s' }
+  const unauthenticated = { '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'UNAUTHENTICATED', domain: 'a2a-rust.com', metadata: { 'www-authenticate': 'Bearer realm="app"' } }
+  const denied = { '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'PERMISSION_DENIED', domain: 'a2a-rust.com' }
+
+  t.same(await rpcAnswer('429'), { status: 429, retryAfter: '30', challenge: undefined, body: { jsonrpc: '2.0', id: null, error: { code: -32603, message: 'slow down', data: [retryInfo] } } }, 'JSON-RPC: 429, RateLimited with the RetryInfo of the Retry-After')
+  t.same(await restAnswer('429'), { status: 429, body: { error: { code: 429, status: 'RESOURCE_EXHAUSTED', message: 'slow down', details: [retryInfo] } } }, 'REST: 429 RESOURCE_EXHAUSTED')
+  t.same(await rpcAnswer('401'), { status: 401, retryAfter: undefined, challenge: 'Bearer realm="app"', body: { jsonrpc: '2.0', id: null, error: { code: -32600, message: 'sign in first', data: [unauthenticated] } } }, 'JSON-RPC: 401, Unauthenticated with the challenge')
+  t.same(await restAnswer('401'), { status: 401, body: { error: { code: 401, status: 'UNAUTHENTICATED', message: 'sign in first', details: [unauthenticated] } } }, 'REST: 401 UNAUTHENTICATED')
+  t.same(await rpcAnswer('403'), { status: 403, retryAfter: undefined, challenge: undefined, body: { jsonrpc: '2.0', id: null, error: { code: -32600, message: 'not for you', data: [denied] } } }, 'JSON-RPC: 403, PermissionDenied')
+  t.same(await restAnswer('403'), { status: 403, body: { error: { code: 403, status: 'PERMISSION_DENIED', message: 'not for you', details: [denied] } } }, 'REST: 403 PERMISSION_DENIED')
+  t.same(await rpcAnswer('409'), { status: 200, retryAfter: undefined, challenge: undefined, body: { jsonrpc: '2.0', id: null, error: { code: -32600, message: 'try later' } } }, 'JSON-RPC: another 4xx is InvalidRequest, in an HTTP 200')
+  t.same(await restAnswer('409'), { status: 400, body: { error: { code: 400, status: 'INVALID_ARGUMENT', message: 'try later' } } }, 'REST: another 4xx is 400 INVALID_ARGUMENT')
+  t.same(lines.map(line => JSON.parse(line)).filter(line => line.level >= 50), [], 'no refusal is logged as an error')
+})
+
+t.test('a 5xx from an application hook stays an internal error; a 4xx statusCode an interceptor throws is no refusal, alike on every binding', async t => {
+  const { stream, lines } = logLines()
+  const fastify = Fastify({ logger: { level: 'info', stream } })
+  fastify.addHook('onRequest', async (request) => { if (request.headers['x-fail'] !== undefined) throw withStatus('hook broke', 503) })
+  // A downstream service's 401, say: the agent's failure, not the caller's refusal (interceptors refuse with A2A errors).
+  await fastify.register(a2aWebSocket, { executor: conformanceAgent, card: conformanceCard, interceptors: [{ before () { throw withStatus('upstream said 401', 401) } }] })
+  await fastify.listen({ host: '127.0.0.1', port: 0 })
+  t.teardown(() => fastify.close())
+  const origin = `http://127.0.0.1:${(fastify.server.address() as { port: number }).port}`
+  const internal = { code: -32603, message: 'Internal error' }
+  const hookFailed = await post(origin, { jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: 'x' } }, { ...V1, 'x-fail': '1' })
+  t.same({ status: hookFailed.status, body: hookFailed.body }, { status: 200, body: { jsonrpc: '2.0', id: null, error: internal } })
+  const restHookFailed = await rest(origin, 'GET', '/tasks/x', { headers: { ...V1, 'x-fail': '1' } })
+  t.same({ status: restHookFailed.status, body: restHookFailed.body }, { status: 500, body: { error: { code: 500, status: 'INTERNAL', message: 'Internal error' } } })
+
+  const rpcReply = await post(origin, { jsonrpc: '2.0', id: 2, method: 'GetTask', params: { id: 'x' } })
+  t.same({ status: rpcReply.status, body: rpcReply.body }, { status: 200, body: { jsonrpc: '2.0', id: 2, error: internal } }, 'JSON-RPC')
+  const restReply = await rest(origin, 'GET', '/tasks/x')
+  t.same({ status: restReply.status, body: restReply.body }, { status: 500, body: { error: { code: 500, status: 'INTERNAL', message: 'Internal error' } } }, 'REST')
+  const ws = await connect(wsUrl(origin))
+  t.teardown(() => ws.close())
+  t.same(await ws.request('GetTask', { id: 'x' }, 3), { jsonrpc: '2.0', id: 3, error: internal }, 'WebSocket')
+  t.same(lines.map(line => JSON.parse(line)).filter(line => line.level >= 50).map(line => [line.msg, line.err.message]), [
+    ['A2A call failed', 'hook broke'], ['A2A call failed', 'hook broke'],
+    ['A2A call failed', 'upstream said 401'], ['A2A call failed', 'upstream said 401'], ['A2A call failed', 'upstream said 401']
+  ], 'each logged with its cause')
 })

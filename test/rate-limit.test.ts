@@ -1,8 +1,12 @@
 // Built-in rate limiting (issue 5): a fixed window per caller on every binding and every
 // WebSocket frame, counted exactly even for frames that arrive in one TCP write.
+import fastifyRateLimit from '@fastify/rate-limit'
+import Fastify from 'fastify'
 import t from 'tap'
 import { conformanceAgent, conformanceCard } from '../examples/agent.js'
+import { a2aWebSocket } from '../lib/index.js'
 import { normalizeOptions } from '../lib/options.js'
+import { logLines } from './helpers/logs.js'
 import { post, startServer, userMessage, V1 } from './helpers/server.js'
 import { rest } from './helpers/rest.js'
 import { clientFrame, connect, frameReader, rawUpgrade, wsUrl } from './helpers/ws.js'
@@ -59,6 +63,29 @@ t.test('REST: 429 with Retry-After and the error body; one budget across binding
   t.same(refused.body.error.code, 429)
   t.same(refused.body.error.status, 'RESOURCE_EXHAUSTED')
   t.same(refused.body.error.details[0]['@type'], 'type.googleapis.com/google.rpc.RetryInfo')
+})
+
+t.test('@fastify/rate-limit registered by the application before the plugin: its 429 is RateLimited with a RetryInfo, not an internal error', async t => {
+  const { stream, lines } = logLines()
+  const fastify = Fastify({ logger: { level: 'info', stream } })
+  await fastify.register(fastifyRateLimit, { max: 2, timeWindow: 60_000 })
+  await fastify.register(a2aWebSocket, { executor: conformanceAgent, card: conformanceCard })
+  t.teardown(() => fastify.close())
+  for (let i = 0; i < 2; i++) t.equal((await fastify.inject({ method: 'POST', url: '/', headers: { ...V1, 'content-type': 'application/json' }, payload: JSON.stringify(rpc(i)) })).statusCode, 200)
+  // Its message and Retry-After count the seconds left of the window.
+  const refusal = (seconds: number) => ({
+    message: `Rate limit exceeded, retry in ${seconds === 60 ? '1 minute' : `${seconds} seconds`}`,
+    retryInfo: { '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: `${seconds}s` }
+  })
+  const rpcReply = await fastify.inject({ method: 'POST', url: '/', headers: { ...V1, 'content-type': 'application/json' }, payload: JSON.stringify(rpc(3)) })
+  const rpcSeconds = Number(rpcReply.headers['retry-after'])
+  t.ok(rpcSeconds > 0 && rpcSeconds <= 60, 'Retry-After: the seconds left')
+  const { message, retryInfo } = refusal(rpcSeconds)
+  t.same({ status: rpcReply.statusCode, body: rpcReply.json() }, { status: 429, body: { jsonrpc: '2.0', id: null, error: { code: -32603, message, data: [retryInfo] } } }, 'JSON-RPC: 429 with the RetryInfo')
+  const restReply = await fastify.inject({ method: 'GET', url: '/tasks/x', headers: V1 })
+  const restRefusal = refusal(Number(restReply.headers['retry-after']))
+  t.same({ status: restReply.statusCode, body: restReply.json() }, { status: 429, body: { error: { code: 429, status: 'RESOURCE_EXHAUSTED', message: restRefusal.message, details: [restRefusal.retryInfo] } } }, 'REST: 429 RESOURCE_EXHAUSTED')
+  t.same(lines.map(line => JSON.parse(line)).filter(line => line.level >= 50), [], 'nothing logged as an error')
 })
 
 t.test('the window resets', async t => {

@@ -6,6 +6,7 @@ import t, { type Test } from 'tap'
 import { WEBSOCKET_BINDING_URI, a2aWebSocket } from '../lib/index.js'
 import { conformanceAgent, conformanceCard } from '../examples/agent.js'
 import { normalizeOptions } from '../lib/options.js'
+import { logLines } from './helpers/logs.js'
 import { startServer, userMessage } from './helpers/server.js'
 import { clientOf, connect, frameReader, rawUpgrade, refusedUpgrade, wsUrl } from './helpers/ws.js'
 import { connectV1, v1Url } from './helpers/ws-a2a-v1.js'
@@ -227,6 +228,31 @@ t.test('an upgrade request to another path gets that path\'s HTTP answer, then t
   const client = await connect(wsUrl(origin, '/agent'))
   t.equal((await client.request('GetTask', { id: 'x' })).error.code, -32001, 'the WebSocket route still upgrades')
   client.close()
+})
+
+t.test('two agents in sibling contexts: each upgrade is routed once, to either agent or the application\'s route, with no warning', async t => {
+  const { stream, lines } = logLines()
+  const fastify = Fastify({ logger: { level: 'debug', stream } })
+  fastify.get('/user', async () => ({ route: 'user' }))
+  for (const name of ['x', 'y']) {
+    await fastify.register(async (context) => {
+      await context.register(a2aWebSocket, { executor: conformanceAgent, card: { ...conformanceCard, name } })
+    }, { prefix: `/${name}` })
+  }
+  await fastify.listen({ host: '127.0.0.1', port: 0 })
+  t.teardown(() => fastify.close())
+  const origin = `http://127.0.0.1:${(fastify.server.address() as { port: number }).port}`
+
+  const user = await upgradeUntilClosed(origin, '/user')
+  t.match(user, /^HTTP\/1\.1 200 OK\r\n/)
+  t.ok(user.endsWith('{"route":"user"}'), 'the application\'s route answers over HTTP')
+  for (const name of ['x', 'y']) {
+    const client = await connect(wsUrl(origin, `/${name}/`))
+    const reply = await client.request('SendMessage', { message: userMessage('params') })
+    t.equal(reply.result.task.artifacts[0].parts[0].data[':path'], `/${name}/`, `agent ${name} serves its WebSocket route`)
+    client.close()
+  }
+  t.same(lines.map(line => JSON.parse(line)).filter(line => line.level >= 40).map(line => line.msg), [], 'no warning')
 })
 
 t.test('@fastify/websocket stays on the WebSocket route: no hook of it on any other route', async t => {

@@ -1,11 +1,14 @@
 // Seed 000 §7 limits, each an option: the 4 MiB message cap, the handshake timeout, the
 // connection cap, idle connections, and a graceful close.
+import { readFileSync } from 'node:fs'
+import { connect as http2Connect } from 'node:http2'
 import { connect as netConnect } from 'node:net'
+import Fastify from 'fastify'
 import t from 'tap'
 import { conformanceAgent, conformanceCard } from '../examples/agent.js'
-import { PermissionDeniedError } from '../lib/index.js'
+import { PermissionDeniedError, a2aWebSocket, type AgentExecutor } from '../lib/index.js'
 import { normalizeOptions, type WebSocketOptions } from '../lib/options.js'
-import { eventually, startServer, userMessage } from './helpers/server.js'
+import { eventually, parseSse, startServer, userMessage } from './helpers/server.js'
 import { timeoutsMadeIn } from './helpers/timers.js'
 import { clientFrame, connect, frameReader, openOrRefused, pingedThenClosedIdle, rawUpgrade, refusedUpgrade, watchFrames, wsUrl, type WsClient } from './helpers/ws.js'
 
@@ -68,6 +71,49 @@ t.test('a peer that opens TCP and never completes the upgrade is disconnected', 
   t.equal((await ok.request('GetTask', { id: 'x' })).error.code, -32001, 'a prompt upgrade is unaffected')
   ok.close()
 })
+
+// Over HTTP/2 a request's `socket` is a Proxy of the session's socket, not the socket the
+// connection's timer was set for: the timer must end at the first request all the same.
+const tls = { cert: readFileSync(new URL('./fixtures/localhost-cert.pem', import.meta.url)), key: readFileSync(new URL('./fixtures/localhost-key.pem', import.meta.url)) }
+for (const [name, serverOptions, scheme] of [['h2c', { http2: true }, 'http'], ['h2 over TLS', { http2: true, https: tls }, 'https']] as const) {
+  t.test(`${name}: the handshake timeout ends at the session's first request, and a stream outlives it`, async t => {
+    // The task ends once the test has seen the connection's timer end: cleared by the request
+    // (or, run out, having closed the session).
+    let release = () => {}
+    const released = new Promise<void>(resolve => { release = resolve })
+    const executor: AgentExecutor = {
+      async execute (_context, events) {
+        await events.working()
+        await released
+        await events.artifact({ artifactId: 'late', parts: [{ text: 'after the timer' }] })
+        await events.completed()
+      }
+    }
+    const fastify = Fastify({ ...serverOptions })
+    await fastify.register(a2aWebSocket, { executor, card: conformanceCard, websocket: { handshakeTimeout: 500 } })
+    await fastify.listen({ host: '127.0.0.1', port: 0 })
+    t.teardown(() => fastify.close())
+    const { port } = fastify.server.address() as { port: number }
+    const handshakeTimers = timeoutsMadeIn(t, 'lib/dispatcher/websocket.ts')
+
+    const session = http2Connect(`${scheme}://localhost:${port}`, { ca: tls.cert })
+    t.teardown(() => session.destroy())
+    session.on('error', () => {})
+    const request = session.request({ ':method': 'POST', ':path': '/message:stream', 'content-type': 'application/json', 'a2a-version': '1.0' })
+    request.on('error', () => {})
+    let body = ''
+    request.setEncoding('utf8').on('data', (chunk: string) => { body += chunk })
+    const ended = new Promise(resolve => request.on('close', resolve))
+    request.end(JSON.stringify({ message: userMessage('h2') }))
+
+    await eventually(() => handshakeTimers[0]?.ended === true)
+    release()
+    await ended
+    t.same(handshakeTimers, [{ delay: 500, fired: false, ended: true }], 'the timer was cleared by the request, not run out')
+    const events = parseSse(body).map(({ data }) => data.task?.status.state ?? data.statusUpdate?.status.state ?? data.artifactUpdate?.artifact.parts[0].text)
+    t.same(events, ['TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING', 'after the timer', 'TASK_STATE_COMPLETED'], 'the stream ends with its terminal event')
+  })
+}
 
 t.test('a timeout setTimeout cannot hold (over 2**31 - 1 ms, which would fire at once) fails registration', async t => {
   const options = (websocket: WebSocketOptions) => normalizeOptions({ executor: conformanceAgent, card: conformanceCard, websocket })

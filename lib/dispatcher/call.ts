@@ -162,11 +162,13 @@ export function readBodiesAsText (fastify: FastifyInstance, bodyLimit: number): 
  * sends its answer must resolve to the reply, a thenable, and Fastify then waits for the
  * response's end with listeners it puts on the response (Reply.then): for every request
  * whose answer waits for the end of the turn (coalesce.ts). `answering` sends the answer
- * and resolves to nothing; what it throws goes to the binding's error handler.
+ * and resolves to nothing; what it throws goes to the binding's error handler as an A2A
+ * error, so that handler reads a 4xx `statusCode` as a refusal only in errors raised before
+ * the call (toRefusal), not in an executor's or an interceptor's.
  */
 export function sendHttpAnswer (answering: Promise<void>, reply: FastifyReply): void {
   // A block: returned, the reply would be adopted as the catch's result, through Reply.then again.
-  answering.catch((error: unknown) => { reply.send(error instanceof Error ? error : toA2AError(error)) })
+  answering.catch((error: unknown) => { reply.send(toA2AError(error)) })
 }
 
 /** The options of the two HTTP bindings' dispatchers (JSON-RPC and HTTP+JSON). */

@@ -1,7 +1,7 @@
 // The JSON-RPC binding (spec §9): POST at the plugin's root path, one JSON-RPC request
 // per body, SSE for the two streaming methods.
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { InternalError, UnsupportedMediaTypeError, errorHeaders, toA2AError, type A2AError } from '../errors/index.js'
+import { InternalError, UnsupportedMediaTypeError, errorHeaders, toA2AError, toRefusal, type A2AError } from '../errors/index.js'
 import { HttpCallContext, PLAIN_JSON, acceptedBody, httpRequestedVersion, readBodiesAsText, sendHttpAnswer, type HttpDispatcherOptions } from './call.js'
 import { failure, failureObject, parseEnvelope, successOf, type JsonRpcId } from './rpc.js'
 import { coalesceReplies } from './coalesce.js'
@@ -29,8 +29,9 @@ export async function jsonRpcDispatcher (fastify: FastifyInstance, options: Http
   // The body is parsed once, here, so that bad JSON is a JSON-RPC error and not Fastify's.
   readBodiesAsText(fastify, options.bodyLimit)
 
+  // What reaches it was raised before the call (a hook, the body) or is already an A2A error (sendHttpAnswer).
   fastify.setErrorHandler((error, request, reply) => {
-    sendError(request, reply, null, toA2AError(error, options.bodyLimit))
+    sendError(request, reply, null, toRefusal(error, reply, options.bodyLimit))
   })
   if (options.coalesceReplies) coalesceReplies(fastify, failure(null, new InternalError()), PLAIN_JSON)
 

@@ -5,7 +5,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { TObject } from 'typebox'
 import {
   InternalError, MethodNotFoundError, UnsupportedMediaTypeError, errorHeaders, invalidParams,
-  toA2AError, toRestError, type A2AError
+  toRefusal, toRestError, type A2AError
 } from '../errors/index.js'
 import { merged } from '../copy.js'
 import * as requests from '../schema/requests.js'
@@ -53,6 +53,9 @@ const routes: RestRoute[] = [
 ]
 
 const TENANT_PREFIX = '/:tenant'
+
+/** The paths of the binding's routes (each also under /{tenant}), for their CORS preflights. */
+export const REST_PATHS: readonly string[] = [...new Set(routes.flatMap(route => [route.url, TENANT_PREFIX + route.url]))]
 
 /**
  * Without a plugin prefix these are the paths the binding owns (each also under /{tenant}):
@@ -120,7 +123,8 @@ export async function restDispatcher (fastify: FastifyInstance, options: HttpDis
   // whatever its body, and bad JSON or another media type is the binding's error.
   readBodiesAsText(fastify, options.bodyLimit)
 
-  fastify.setErrorHandler((error, request, reply) => sendError(request, reply, toA2AError(error, options.bodyLimit)))
+  // What reaches it was raised before the call (a hook, the body) or is already an A2A error (sendHttpAnswer).
+  fastify.setErrorHandler((error, request, reply) => sendError(request, reply, toRefusal(error, reply, options.bodyLimit)))
   if (options.coalesceReplies) coalesceReplies(fastify, JSON.stringify(toRestError(new InternalError())), A2A_JSON)
 
   /** Answers one request; resolves to nothing (sendHttpAnswer). */

@@ -282,19 +282,23 @@ function destroyConnection (this: ServerResponse): void {
  * first request, since nothing tells an upgrade from a plain request before its headers.
  */
 export function guardHandshakes (server: Server, timeoutMs: number): () => void {
-  const pending = new WeakMap<Socket, NodeJS.Timeout>()
+  // The timer is kept on the TCP socket under a key of this guard's (another agent's guard on
+  // the same server has its own): an HTTP/2 request's `socket` is a Proxy that forwards reads
+  // to the session's socket, so the key is found through it where a lookup by identity is not.
+  const timerKey = Symbol('handshake timer')
+  type Guarded = Socket & { [timerKey]?: NodeJS.Timeout }
   // 'connection' gives the TCP socket, a TLS server's too; destroying it ends the TLS one.
-  const onConnection = (socket: Socket) => {
+  const onConnection = (socket: Guarded) => {
     const timer = setTimeout(() => socket.destroy(), timeoutMs)
     timer.unref()
-    pending.set(socket, timer)
+    socket[timerKey] = timer
     socket.once('close', () => clearTimeout(timer))
   }
-  const settled = (socket: Socket) => {
-    // A TLS server's requests arrive on the TLS socket, which holds the TCP one as `_parent`.
-    const tcp = (socket as { _parent?: Socket | null })._parent ?? socket
-    clearTimeout(pending.get(tcp))
-    pending.delete(tcp)
+  const settled = (socket: Guarded) => {
+    // A TLS server's requests arrive on the TLS socket, which holds the TCP one as `_parent`
+    // (read through the Proxy too, for HTTP/2 over TLS).
+    const tcp = (socket as { _parent?: Guarded | null })._parent ?? socket
+    clearTimeout(tcp[timerKey])
   }
   const onRequest = (request: { socket: Socket }) => settled(request.socket)
   const onUpgrade = (_request: unknown, socket: Socket) => settled(socket)

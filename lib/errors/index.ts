@@ -1,6 +1,7 @@
 // A2A errors as `@fastify/error` classes built from the one table, and the renderers
 // that turn any error into a binding's shape. Throw these anywhere below a dispatcher
 // (executors included); only dispatchers render them.
+import { STATUS_CODES } from 'node:http'
 import createError, { type FastifyError } from '@fastify/error'
 import type { FieldViolation } from '../schema/validate.js'
 import type { TaskState } from '../schema/wire.js'
@@ -147,12 +148,53 @@ function unreachable (code: unknown, message: unknown): boolean {
 export function toA2AError (error: unknown, bodyLimit?: number): A2AError {
   if (isA2AError(error)) return error
   const { code, message } = (error ?? {}) as { code?: unknown, message?: unknown }
-  if (code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new PayloadTooLargeError(bodyLimit)
-  if (code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || code === 'FST_ERR_CTP_INVALID_JSON_BODY') return new JsonParseError()
+  const bodyError = fastifyBodyError(code, bodyLimit)
+  if (bodyError !== undefined) return bodyError
   if (unreachable(code, message)) {
     return new UnavailableError('a service the agent needs cannot be reached').with({ cause: error, details: [retryInfo(UNREACHABLE_RETRY_MS)] })
   }
   return new InternalError().with({ cause: error })
+}
+
+function fastifyBodyError (code: unknown, bodyLimit: number | undefined): A2AError | undefined {
+  if (code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new PayloadTooLargeError(bodyLimit)
+  if (code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || code === 'FST_ERR_CTP_INVALID_JSON_BODY') return new JsonParseError()
+}
+
+/** The table's error for a refusal's HTTP status; any other 4xx is InvalidRequest. */
+const REFUSALS: Partial<Record<number, A2AErrorConstructor>> = {
+  401: UnauthenticatedError, 403: PermissionDeniedError, 413: PayloadTooLargeError, 415: UnsupportedMediaTypeError, 429: RateLimitedError
+}
+
+/** A Retry-After value (delay-seconds or an HTTP-date) in ms; undefined when it is neither. */
+function retryAfterMs (value: unknown): number | undefined {
+  const text = String(value ?? '').trim()
+  if (/^\d+$/.test(text)) return Number(text) * 1000
+  const at = Date.parse(text)
+  return Number.isNaN(at) ? undefined : at - Date.now()
+}
+
+/**
+ * An error raised before an HTTP call is served, by a Fastify hook of the application or of
+ * a plugin (@fastify/rate-limit's 429), as its route's error handler gets it. One that is no
+ * A2A error and carries a 4xx `statusCode` is a refusal: the table's error for that status,
+ * with the error's own message (Fastify, too, shows a 4xx's message to the client); a 429
+ * takes the RetryInfo of the reply's Retry-After, a 401 the reply's challenge. Anything
+ * else is toA2AError's. The call's own errors (an executor's, an interceptor's) are not
+ * read so: a downstream service's 401 is no refusal of the caller.
+ */
+export function toRefusal (error: unknown, reply: { getHeader (name: string): unknown }, bodyLimit?: number): A2AError {
+  const { code, statusCode, message } = (error ?? {}) as { code?: unknown, statusCode?: unknown, message?: unknown }
+  if (isA2AError(error) || typeof statusCode !== 'number' || statusCode < 400 || statusCode > 499 || fastifyBodyError(code, bodyLimit) !== undefined) {
+    return toA2AError(error, bodyLimit)
+  }
+  const refusal = new (REFUSALS[statusCode] ?? InvalidRequestError)().with({ cause: error })
+  refusal.message = typeof message === 'string' && message !== '' ? message : STATUS_CODES[statusCode] ?? 'Request refused'
+  const challenge = reply.getHeader('www-authenticate')
+  if (statusCode === 401 && typeof challenge === 'string') refusal.with({ metadata: { 'www-authenticate': challenge } })
+  const delay = statusCode === 429 ? retryAfterMs(reply.getHeader('retry-after')) : undefined
+  if (delay !== undefined) refusal.with({ details: [retryInfo(delay)] })
+  return refusal
 }
 
 /** The `details` / `data` array: ErrorInfo first for A2A errors, last for binding refusals (seed 000 §6). */
