@@ -317,12 +317,17 @@ function answerPreflight (request: FastifyRequest, reply: FastifyReply): void {
   else reply.callNotFound()
 }
 
-/** CORS for the A2A routes: the A2A service parameters may be sent, and the headers a client reads are exposed. */
+/**
+ * CORS for the A2A routes: the methods the bindings use (@fastify/cors allows GET, HEAD and
+ * POST unless told, and REST deletes push configs), the A2A service parameters may be sent,
+ * and the headers a client reads are exposed.
+ */
 function corsDefaults (options: FastifyCorsOptions, apiKeyHeader?: string): FastifyCorsOptions {
   const allowed = ['content-type', 'authorization', 'a2a-version', 'a2a-extensions', ...(apiKeyHeader === undefined ? [] : [apiKeyHeader.toLowerCase()])]
   const given = options.allowedHeaders
   return {
     origin: true,
+    methods: ['GET', 'HEAD', 'POST', 'DELETE'],
     ...options,
     allowedHeaders: given === undefined ? allowed : [...new Set([...(typeof given === 'string' ? given.split(',').map(h => h.trim()) : given), ...allowed])],
     exposedHeaders: options.exposedHeaders ?? ['a2a-version', 'a2a-extensions', 'www-authenticate', 'retry-after']

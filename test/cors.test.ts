@@ -29,6 +29,22 @@ t.test('preflight and response headers on the A2A routes and the card', async t 
   t.equal(other.headers.get('access-control-allow-origin'), null)
 })
 
+t.test('a browser may delete a push config over REST: DELETE is among the methods a preflight allows', async t => {
+  const server = await startServer({ cors: true, prefix: '/a2a' })
+  t.teardown(() => server.close())
+  const origin = 'https://app.example.com'
+  const preflight = await fetch(`${server.origin}/a2a/tasks/t-1/pushNotificationConfigs/c-1`, {
+    method: 'OPTIONS', headers: { origin, 'access-control-request-method': 'DELETE', 'access-control-request-headers': 'a2a-version' }
+  })
+  t.equal(preflight.status, 204)
+  t.equal(preflight.headers.get('access-control-allow-origin'), origin)
+  t.same(preflight.headers.get('access-control-allow-methods')?.split(',').map(m => m.trim()), ['GET', 'HEAD', 'POST', 'DELETE'])
+  const own = await startServer({ cors: { methods: ['GET', 'POST'] } })
+  t.teardown(() => own.close())
+  const narrowed = await fetch(`${own.origin}/message:send`, { method: 'OPTIONS', headers: { origin, 'access-control-request-method': 'POST' } })
+  t.equal(narrowed.headers.get('access-control-allow-methods'), 'GET, POST', 'methods of your own replace them')
+})
+
 t.test('off by default', async t => {
   const server = await startServer()
   t.teardown(() => server.close())
@@ -70,7 +86,7 @@ t.test('the preflights answered are the plugin\'s paths alone: any other path ge
     }
     // JSON-RPC (with and without the trailing slash under a prefix), REST, REST under a tenant.
     for (const url of new Set([prefix || '/', `${prefix}/`, `${prefix}/message:send`, `${prefix}/tasks/t-1:cancel`, `${prefix}/acme/tasks`])) {
-      t.same(await preflight(url), { status: 204, allowOrigin: 'https://page.example', allowMethods: 'GET,HEAD,POST', body: '' }, `prefix '${prefix}': ${url}`)
+      t.same(await preflight(url), { status: 204, allowOrigin: 'https://page.example', allowMethods: 'GET, HEAD, POST, DELETE', body: '' }, `prefix '${prefix}': ${url}`)
     }
     const card = await fastify.inject({ url: '/.well-known/agent-card.json', headers: { origin: 'https://page.example' } })
     t.same([card.statusCode, card.headers['access-control-allow-origin']], [200, 'https://page.example'], `prefix '${prefix}': the card`)
