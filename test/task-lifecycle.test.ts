@@ -61,6 +61,38 @@ function terminalEvents (t: Test, bus: { subscribe (topic: string, listener: (ev
   return states
 }
 
+/**
+ * A WORKING task, then `act` on it, whose read of the task is held until the task has completed
+ * and its run is gone: `act`'s answer, with the terminal events the bus carried meanwhile.
+ */
+async function overtakenRead (t: Test, act: (endpoint: string, taskId: string) => Promise<any>) {
+  const taskStore = new HeldReadStore()
+  const complete = gate()
+  const server = await startServer({
+    taskStore,
+    executor: {
+      async execute (_context, events) {
+        await events.working()
+        await complete.passed
+        await events.completed()
+      }
+    }
+  })
+  t.teardown(() => server.close())
+  const { handler, bus } = server.fastify.a2a
+  const { task } = await result(server.endpoint, 'SendMessage', { message: userMessage('first'), configuration: { returnImmediately: true } })
+  await eventually(async () => (await result(server.endpoint, 'GetTask', { id: task.id })).status.state === 'TASK_STATE_WORKING')
+  const ends = terminalEvents(t, bus, task.id)
+  const { read, release } = taskStore.holdNextRead(task.id)
+  const answering = act(server.endpoint, task.id)
+  await read
+  // The call read the task WORKING; now it completes, and its run goes.
+  complete.open()
+  await eventually(() => handler.activeTasks === 0)
+  release()
+  return { server, handler, task, ends, answer: await answering }
+}
+
 t.test('echo: blocking by default, returns the completed task with its artifact and history', async t => {
   const { result: { task } } = await send('hello there')
   t.match(task.id, /^[0-9a-f-]{36}$/, 'a server-generated id')
@@ -243,31 +275,7 @@ t.test('a task its cancel hook completes instead → -32002 TaskNotCancelable, t
 })
 
 t.test('a CancelTask whose read of its task is overtaken by the task\'s end: -32002, and the end is published once', async t => {
-  const taskStore = new HeldReadStore()
-  const complete = gate()
-  const server = await startServer({
-    taskStore,
-    executor: {
-      async execute (_context, events) {
-        await events.working()
-        await complete.passed
-        await events.completed()
-      }
-    }
-  })
-  t.teardown(() => server.close())
-  const { handler, bus } = server.fastify.a2a
-  const { task } = await result(server.endpoint, 'SendMessage', { message: userMessage('x'), configuration: { returnImmediately: true } })
-  await eventually(async () => (await result(server.endpoint, 'GetTask', { id: task.id })).status.state === 'TASK_STATE_WORKING')
-  const ends = terminalEvents(t, bus, task.id)
-  const { read, release } = taskStore.holdNextRead(task.id)
-  const cancel = call(server.endpoint, 'CancelTask', { id: task.id })
-  await read
-  // The cancel read the task WORKING; now it completes, and its run goes.
-  complete.open()
-  await eventually(() => handler.activeTasks === 0)
-  release()
-  const { error } = await cancel
+  const { handler, task, ends, answer: { error } } = await overtakenRead(t, (endpoint, id) => call(endpoint, 'CancelTask', { id }))
   t.same(error, {
     code: -32002,
     message: `Task cannot be canceled: ${task.id}`,
@@ -466,31 +474,7 @@ t.test('a refused message whose task asked for input while the message was being
 })
 
 t.test('a message whose read of its task is overtaken by the task\'s end: -32004, and the end is published once', async t => {
-  const taskStore = new HeldReadStore()
-  const complete = gate()
-  const server = await startServer({
-    taskStore,
-    executor: {
-      async execute (_context, events) {
-        await events.working()
-        await complete.passed
-        await events.completed()
-      }
-    }
-  })
-  t.teardown(() => server.close())
-  const { handler, bus } = server.fastify.a2a
-  const { task } = await result(server.endpoint, 'SendMessage', { message: userMessage('first'), configuration: { returnImmediately: true } })
-  await eventually(async () => (await result(server.endpoint, 'GetTask', { id: task.id })).status.state === 'TASK_STATE_WORKING')
-  const ends = terminalEvents(t, bus, task.id)
-  const { read, release } = taskStore.holdNextRead(task.id)
-  const late = call(server.endpoint, 'SendMessage', { message: userMessage('late', { taskId: task.id }) })
-  await read
-  // The message read the task WORKING; now it completes, and its run goes.
-  complete.open()
-  await eventually(() => handler.activeTasks === 0)
-  release()
-  const { error } = await late
+  const { server, handler, task, ends, answer: { error } } = await overtakenRead(t, (endpoint, taskId) => call(endpoint, 'SendMessage', { message: userMessage('late', { taskId }) }))
   t.match(error, { code: -32004, data: [{ reason: 'UNSUPPORTED_OPERATION', metadata: { taskId: task.id, state: 'TASK_STATE_COMPLETED' } }] })
   await eventually(() => handler.activeTasks === 0)
   t.same(ends, ['TASK_STATE_COMPLETED'], 'one terminal event, the executor\'s')
