@@ -18,6 +18,13 @@ export class Channel<T> implements AsyncIterableIterator<T> {
     this.#onStop = onStop
   }
 
+  /** A stream refused before it started: its reader gets `error` from the first `next()`. */
+  static failed<T> (error: unknown): Channel<T> {
+    const refused = new Channel<T>(() => {})
+    refused.fail(error)
+    return refused
+  }
+
   /** Has the stream ended or failed, whether or not the reader has seen it yet? */
   get closed (): boolean {
     return this.#state !== 'open'

@@ -166,12 +166,13 @@ const REFUSALS: Partial<Record<number, A2AErrorConstructor>> = {
   401: UnauthenticatedError, 403: PermissionDeniedError, 413: PayloadTooLargeError, 415: UnsupportedMediaTypeError, 429: RateLimitedError
 }
 
-/** A Retry-After value (delay-seconds or an HTTP-date) in ms; undefined when it is neither. */
-function retryAfterMs (value: unknown): number | undefined {
-  const text = String(value ?? '').trim()
+/** Retry-After (RFC 9110 §10.2.3), seconds or an HTTP date, in ms from `now`; undefined when absent or unreadable. */
+export function retryAfterMs (value: unknown, now = Date.now()): number | undefined {
+  if (value === undefined || value === null) return undefined
+  const text = String(value).trim()
   if (/^\d+$/.test(text)) return Number(text) * 1000
-  const at = Date.parse(text)
-  return Number.isNaN(at) ? undefined : at - Date.now()
+  const date = Date.parse(text)
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now)
 }
 
 /**

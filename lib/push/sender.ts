@@ -11,7 +11,7 @@ import http from 'node:http'
 import https from 'node:https'
 import type { LookupFunction } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { invalidParams } from '../errors/index.js'
+import { invalidParams, retryAfterMs } from '../errors/index.js'
 import type { Logger, TaskRef } from '../handler/request-handler.js'
 import type { OutboxDelivery, TaskKey } from '../cluster/types.js'
 import type { StreamResponse, TaskPushNotificationConfig } from '../schema/wire.js'
@@ -161,15 +161,6 @@ interface Attempt {
   refused?: boolean
   /** A 429's or 503's Retry-After, in ms: the webhook's own wait before the next attempt. */
   retryAfter?: number
-}
-
-/** Retry-After (RFC 9110 §10.2.3), seconds or an HTTP date, in ms from now; undefined when absent or unreadable. */
-function retryAfterMs (value: string | undefined, now: number): number | undefined {
-  if (value === undefined) return undefined
-  const trimmed = value.trim()
-  if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000
-  const date = Date.parse(trimmed)
-  return Number.isNaN(date) ? undefined : Math.max(0, date - now)
 }
 
 export class PushSender {
@@ -522,7 +513,7 @@ export class PushSender {
           const decided: Attempt = status >= 200 && status < 300
             ? { ok: true, retry: false, status }
             : { ok: false, retry: status === 408 || status === 429 || status >= 500, status, reason: `HTTP ${status}` }
-          if (status === 429 || status === 503) decided.retryAfter = retryAfterMs(response.headers['retry-after'], Date.now())
+          if (status === 429 || status === 503) decided.retryAfter = retryAfterMs(response.headers['retry-after'])
           answer = decided
           // The body is not read, but drained so the connection can be reused, within the attempt's
           // deadline: the attempt ends with the body. A webhook that never ends it has its socket

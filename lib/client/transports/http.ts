@@ -77,9 +77,7 @@ export function sseStream (spec: SseStreamSpec, options: CallOptions): AsyncIter
     call = deadline(options)
   } catch (error) {
     // A stream's errors, this one too, surface from its iterator.
-    const refused = new Channel<StreamResponse>(() => {})
-    refused.fail(error)
-    return refused
+    return Channel.failed(error)
   }
   const response = spec.open(call)
   // Until the reader asks, a failure waits for it.

@@ -156,11 +156,7 @@ export class WebSocketTransport implements Transport {
 
   stream (method: StreamMethod, params: object, options: CallOptions = {}): AsyncIterableIterator<StreamResponse> {
     const limit = this.#admit(options)
-    if (limit !== undefined) {
-      const refused = new Channel<StreamResponse>(() => {})
-      refused.fail(limit)
-      return refused
-    }
+    if (limit !== undefined) return Channel.failed(limit)
     const call = deadline(options)
     let stop: GiveUp = () => {}
     // The reader leaving the loop gives the stream up like an abort, without an error.
