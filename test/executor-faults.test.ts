@@ -115,6 +115,10 @@ t.test('an invalid event is refused with InvalidAgentResponse and the task ends 
   const cases: Array<[string, (events: ExecutionEvents) => Promise<void>, RegExp]> = [
     ['artifact', events => events.artifact({ artifactId: 'a', parts: [] }), /artifact\.parts must not have fewer than 1 items/],
     ['artifact', events => events.artifact({ artifactId: 'a', parts: [{ raw: 'AAAAA' }] }), /artifact\.parts\[0\]\.raw must be base64/],
+    // The SQL stores key artifacts on their id: an id no key may be is refused on every store alike.
+    ['artifact', events => events.artifact({ artifactId: 'a\u0000b', parts: [{ text: 'x' }] }), /artifact\.artifactId must hold no NUL character and no lone surrogate/],
+    ['artifact', events => events.artifact({ artifactId: 'x\ud800', parts: [{ text: 'x' }] }), /artifact\.artifactId must hold no NUL character/],
+    ['artifact', events => events.artifact({ artifactId: 'a'.repeat(257), parts: [{ text: 'x' }] }), /artifact\.artifactId must not have more than 256 characters/],
     ['status', events => events.working({ parts: [{ text: 1 as unknown as string }] }), /^Invalid agent response: /],
     ['status', events => events.status('TASK_STATE_BOGUS' as 'TASK_STATE_WORKING'), /state "TASK_STATE_BOGUS" is not a task state/],
     ['message', events => events.message({ parts: [] }), /parts must not have fewer than 1 items/]

@@ -107,6 +107,17 @@ t.test('a value of any JSON with a toJSON of its own is written under its key, t
   ]) t.equal(anyList(value), JSON.stringify(value), JSON.stringify(value))
 })
 
+t.test('a member named toJSON that is not a function is an unknown field like any other', async t => {
+  // JSON.stringify calls only a function; a client's `"toJSON": null` in a part must not make
+  // the whole answer fall back to it, which would write every unknown field stored.
+  const task = {
+    id: 't', status: { state: 'TASK_STATE_COMPLETED' }, unknownTaskField: 1,
+    history: [{ messageId: 'm', role: 'ROLE_USER', parts: [{ text: 'hi', toJSON: null }], toJSON: 'x' }]
+  }
+  t.equal(serializeTask(task), '{"id":"t","status":{"state":"TASK_STATE_COMPLETED"},' +
+    '"history":[{"messageId":"m","role":"ROLE_USER","parts":[{"text":"hi"}]}]}')
+})
+
 t.test('a value off the schema is JSON.stringify\'s whole', async t => {
   const offSchema: unknown[] = [
     { id: 7, status: { state: 'TASK_STATE_COMPLETED' } }, // a number for a string

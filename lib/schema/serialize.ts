@@ -90,7 +90,7 @@ class Generator {
       }`
     })
     return `function ${name} (o) {
-      if (typeof o !== 'object' || o === null || isArray(o) || o.toJSON !== undefined) return undefined
+      if (typeof o !== 'object' || o === null || isArray(o) || typeof o.toJSON === 'function') return undefined
       let out = '{', v, j
       ${steps.join('\n')}
       return out + '}'

@@ -98,7 +98,7 @@ export const TaskStatus = Type.Object({
 export type TaskStatus = Static<typeof TaskStatus>
 
 export const Artifact = Type.Object({
-  artifactId: RequiredString(),
+  artifactId: RequiredKey(),
   name: Type.Optional(Type.String()),
   description: Type.Optional(Type.String()),
   parts: Type.Array(Part, { minItems: 1 }),
