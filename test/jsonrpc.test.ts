@@ -1,6 +1,7 @@
 // The JSON-RPC binding's envelope rules (spec §9): parse errors, invalid requests,
 // batches, unknown and v0.3 methods, ids, notifications, A2A-Version, A2A-Extensions,
 // the body limit. After each bad request the server answers the next one.
+import { deflateSync, gzipSync } from 'node:zlib'
 import t, { type Test } from 'tap'
 import { call, post, result, startServer, userMessage, V1 } from './helpers/server.js'
 import { conformanceCard } from '../examples/agent.js'
@@ -20,6 +21,33 @@ t.test('not JSON → -32700 with id null, HTTP 200', async t => {
   t.match(reply.headers.get('content-type'), /^application\/json/)
   t.same(reply.body, { jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Invalid JSON payload' } })
   await stillServes(t)
+})
+
+t.test('a body that is not UTF-8 → -32700 naming it, and nothing run (decoded, two ids would become one)', async t => {
+  const contextId = `latin1-${Date.now()}`
+  const send = (extra: Record<string, string>, bytes: Uint8Array) => fetch(url, { method: 'POST', headers: { ...V1, ...extra }, body: bytes })
+  const text = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: userMessage('caf\u00e9', { contextId }) } })
+  const latin1 = new Uint8Array(Buffer.from(text, 'latin1'))
+  const reply = await send({ 'content-type': 'application/json' }, latin1)
+  t.equal(reply.status, 200)
+  t.same(await reply.json(), { jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Invalid JSON payload: the body is not UTF-8' } })
+  const other = await send({ 'content-type': 'text/plain' }, latin1)
+  t.equal(other.status, 415, 'a media type the binding refuses is refused as such, whatever its bytes')
+  t.same((await result(url, 'ListTasks', { contextId })).tasks, [], 'no task was made')
+  await stillServes(t)
+})
+
+t.test('a body with a Content-Encoding → HTTP 415 naming the coding, and nothing run', async t => {
+  const contextId = `gzip-${Date.now()}`
+  const text = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: userMessage('zipped', { contextId }) } })
+  for (const [coding, bytes] of [['gzip', gzipSync(text)], ['deflate', deflateSync(text)], ['br', Buffer.from(text)]] as const) {
+    const reply = await fetch(url, { method: 'POST', headers: { ...V1, 'content-type': 'application/json', 'content-encoding': coding }, body: new Uint8Array(bytes) })
+    t.equal(reply.status, 415, coding)
+    t.same(await reply.json(), { jsonrpc: '2.0', id: null, error: { code: -32600, message: `Unsupported content coding ${coding}: send the body without a Content-Encoding` } }, coding)
+  }
+  const identity = await fetch(url, { method: 'POST', headers: { ...V1, 'content-type': 'application/json', 'content-encoding': 'Identity' }, body: text })
+  t.equal((await identity.json()).result.task.status.state, 'TASK_STATE_COMPLETED', 'identity is no coding')
+  t.equal((await result(url, 'ListTasks', { contextId })).totalSize, 1, 'only the unencoded body made a task')
 })
 
 t.test('an empty body → -32700', async t => {

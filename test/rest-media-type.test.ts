@@ -2,6 +2,7 @@
 // client's Accept prefers application/json; both accepted on input, in UTF-8; any other
 // request Content-Type on a body route → 415 with the error body.
 import http from 'node:http'
+import { gzipSync } from 'node:zlib'
 import t from 'tap'
 import { A2A_JSON_UTF8, rest, restResult, restStream } from './helpers/rest.js'
 import { startServer, userMessage, V1 } from './helpers/server.js'
@@ -45,6 +46,17 @@ t.test('any other Content-Type on a body route → 415 with the error body', asy
   t.same([stream.status, stream.body], [415, unsupported('text/plain')])
   const cancel = await rest(base, 'POST', '/tasks/x:cancel', { body: '', headers: { ...V1, 'content-type': 'text/plain' } })
   t.same([cancel.status, cancel.body], [415, unsupported('text/plain')], 'a declared type is checked even with an empty body')
+})
+
+t.test('a body that is not UTF-8 → 400 naming it; a Content-Encoding → 415 naming the coding', async t => {
+  const post = (headers: Record<string, string>, bytes: Uint8Array) => fetch(`${base}/message:send`, { method: 'POST', headers: { ...V1, 'content-type': 'application/json', ...headers }, body: bytes })
+  const latin1 = await post({}, new Uint8Array(Buffer.from(JSON.stringify({ message: userMessage('caf\u00e9') }), 'latin1')))
+  t.equal(latin1.status, 400)
+  t.same(await latin1.json(), { error: { code: 400, status: 'INVALID_ARGUMENT', message: 'Invalid JSON payload: the body is not UTF-8' } })
+  const zipped = await post({ 'content-encoding': 'gzip' }, new Uint8Array(gzipSync(body())))
+  t.equal(zipped.status, 415)
+  t.same(await zipped.json(), { error: { code: 415, status: 'INVALID_ARGUMENT', message: 'Unsupported content coding gzip: send the body without a Content-Encoding' } })
+  t.equal((await post({}, new Uint8Array(Buffer.from(body())))).status, 200, 'the next body is served')
 })
 
 t.test('a body without a Content-Type → 415; no body and no Content-Type is an empty request', async t => {

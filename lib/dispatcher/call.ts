@@ -4,9 +4,11 @@
 // the same order: method (-32601), the interceptor chain, the capability the method needs
 // (-32003 push, -32004 streaming and the extended card), params (-32602), version (-32009),
 // extensions (-32008).
+import { isUtf8 } from 'node:buffer'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import {
-  ExtensionSupportRequiredError, UnsupportedOperationError, VersionNotSupportedError, invalidParams, shuttingDown, toA2AError
+  ExtensionSupportRequiredError, JsonParseError, UnsupportedMediaTypeError, UnsupportedOperationError, VersionNotSupportedError,
+  invalidParams, shuttingDown, toA2AError
 } from '../errors/index.js'
 import { requestOrigin } from './card.js'
 import type { CallContext } from '../handler/executor.js'
@@ -152,9 +154,28 @@ export function acceptedBody (contentType: string | undefined, text: string): bo
  */
 export function readBodiesAsText (fastify: FastifyInstance, bodyLimit: number): void {
   fastify.removeAllContentTypeParsers()
-  const asText = (_request: FastifyRequest, body: string | Buffer, done: (error: null, body: string | Buffer) => void) => { done(null, body) }
-  fastify.addContentTypeParser(['application/json', 'application/a2a+json'], { parseAs: 'string', bodyLimit }, asText)
-  fastify.addContentTypeParser('*', { parseAs: 'string', bodyLimit }, asText)
+  fastify.addContentTypeParser(['application/json', 'application/a2a+json'], { parseAs: 'buffer', bodyLimit }, decodeBody)
+  fastify.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit }, decodeBody)
+}
+
+/**
+ * A body's text. Read as bytes: decoded as a string, bytes that are not UTF-8 would become
+ * U+FFFD unseen (two ids would become one), where a WebSocket closes with 1007. A body of a
+ * media type the binding refuses is left to that refusal (415).
+ */
+function decodeBody (request: FastifyRequest, body: Buffer, done: (error: Error | null, body?: string) => void): void {
+  const coding = request.headers['content-encoding']
+  if (coding !== undefined && coding.toLowerCase() !== 'identity') {
+    const refusal = new UnsupportedMediaTypeError()
+    refusal.message = `Unsupported content coding ${coding}: send the body without a Content-Encoding`
+    done(refusal)
+  } else if (!isUtf8(body) && acceptedBody(request.headers['content-type'], 'a body')) {
+    const refusal = new JsonParseError()
+    refusal.message = 'Invalid JSON payload: the body is not UTF-8'
+    done(refusal)
+  } else {
+    done(null, body.toString())
+  }
 }
 
 /**

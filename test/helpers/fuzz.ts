@@ -310,7 +310,8 @@ const isValidUtf8 = (bytes: Buffer) => {
 /** JSON-RPC 2.0 §4–§5, seed 000 §3, and the depth limit. `transport` decides what a binary frame or bad UTF-8 is. */
 function expectRpc (frame: RpcFrame, transport: 'ws' | 'http'): RpcExpectation {
   if (transport === 'ws' && frame.binary) return { kind: 'error', id: null, code: -32700 }
-  if (transport === 'ws' && !isValidUtf8(frame.bytes)) return { kind: 'close', code: 1007 }
+  // JSON text is UTF-8 (RFC 8259 §8.1): a WebSocket closes (1007), an HTTP body is not JSON.
+  if (!isValidUtf8(frame.bytes)) return transport === 'ws' ? { kind: 'close', code: 1007 } : { kind: 'error', id: null, code: -32700 }
   const text = frame.bytes.toString('utf8')
   // Too deep is refused before parsing, JSON or not.
   if (jsonDepth(text) > MAX_DEPTH) return { kind: 'error', id: null, code: -32600 }
