@@ -25,7 +25,7 @@ t.test('not JSON → -32700 with id null, HTTP 200', async t => {
 
 t.test('a body that is not UTF-8 → -32700 naming it, and nothing run (decoded, two ids would become one)', async t => {
   const contextId = `latin1-${Date.now()}`
-  const send = (extra: Record<string, string>, bytes: Uint8Array) => fetch(url, { method: 'POST', headers: { ...V1, ...extra }, body: bytes })
+  const send = (extra: Record<string, string>, bytes: Uint8Array<ArrayBuffer>) => fetch(url, { method: 'POST', headers: { ...V1, ...extra }, body: bytes })
   const text = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: userMessage('caf\u00e9', { contextId }) } })
   const latin1 = new Uint8Array(Buffer.from(text, 'latin1'))
   const reply = await send({ 'content-type': 'application/json' }, latin1)

@@ -49,7 +49,7 @@ t.test('any other Content-Type on a body route → 415 with the error body', asy
 })
 
 t.test('a body that is not UTF-8 → 400 naming it; a Content-Encoding → 415 naming the coding', async t => {
-  const post = (headers: Record<string, string>, bytes: Uint8Array) => fetch(`${base}/message:send`, { method: 'POST', headers: { ...V1, 'content-type': 'application/json', ...headers }, body: bytes })
+  const post = (headers: Record<string, string>, bytes: Uint8Array<ArrayBuffer>) => fetch(`${base}/message:send`, { method: 'POST', headers: { ...V1, 'content-type': 'application/json', ...headers }, body: bytes })
   const latin1 = await post({}, new Uint8Array(Buffer.from(JSON.stringify({ message: userMessage('caf\u00e9') }), 'latin1')))
   t.equal(latin1.status, 400)
   t.same(await latin1.json(), { error: { code: 400, status: 'INVALID_ARGUMENT', message: 'Invalid JSON payload: the body is not UTF-8' } })

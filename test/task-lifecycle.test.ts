@@ -29,20 +29,20 @@ function gate (): { passed: Promise<void>, open: () => void } {
  * of a task can be held: it reads the task at once, as it is then, and answers once released.
  */
 class HeldReadStore extends MemoryTaskStore {
-  #held: { taskId: string, read: () => void, released: Promise<void> } | undefined
+  #held: { taskId: string, skip: number, read: () => void, released: Promise<void> } | undefined
 
-  /** The next read of `taskId`: `read` settles once it has read the task, `release()` lets it answer. */
-  holdNextRead (taskId: string): { read: Promise<void>, release: () => void } {
+  /** The next read of `taskId` (past `skip` others): `read` settles once it has read the task, `release()` lets it answer. */
+  holdNextRead (taskId: string, skip = 0): { read: Promise<void>, release: () => void } {
     const read = gate()
     const release = gate()
-    this.#held = { taskId, read: read.open, released: release.passed }
+    this.#held = { taskId, skip, read: read.open, released: release.passed }
     return { read: read.passed, release: release.open }
   }
 
   override async get (...args: Parameters<MemoryTaskStore['get']>) {
     const task = structuredClone(await super.get(...args))
     const held = this.#held
-    if (held?.taskId === args[0]) {
+    if (held?.taskId === args[0] && held.skip-- === 0) {
       this.#held = undefined
       held.read()
       await held.released
@@ -284,6 +284,39 @@ t.test('a CancelTask whose read of its task is overtaken by the task\'s end: -32
   t.same(ends, ['TASK_STATE_COMPLETED'], 'one terminal event, the executor\'s')
   t.equal(handler.ignoredEvents, 0, 'no end was taken as another process\'s')
   t.equal(handler.activeTasks, 0)
+})
+
+t.test('a message whose turn is cancelled while it is set up calls no executor: the task ends CANCELED', async t => {
+  const taskStore = new HeldReadStore()
+  const executed: string[] = []
+  const cancelHook = gate()
+  const server = await startServer({
+    taskStore,
+    executor: {
+      async execute (context, events) {
+        executed.push(context.message.parts[0]?.text as string)
+        await events.inputRequired('more?')
+      },
+      async cancel () { cancelHook.open() }
+    }
+  })
+  t.teardown(() => server.close())
+  const { task } = await result(server.endpoint, 'SendMessage', { message: userMessage('first') })
+  t.equal(task.status.state, 'TASK_STATE_INPUT_REQUIRED')
+  // The second turn holds its read of the task in its change (the call's own comes first); the cancel aborts it meanwhile.
+  const { read, release } = taskStore.holdNextRead(task.id, 1)
+  const sending = result(server.endpoint, 'SendMessage', { message: userMessage('second', { taskId: task.id }) })
+  await read
+  const cancelling = result(server.endpoint, 'CancelTask', { id: task.id })
+  await cancelHook.passed
+  release()
+  const [canceled] = await Promise.all([cancelling, sending])
+  t.equal(canceled.status.state, 'TASK_STATE_CANCELED')
+  t.same(executed, ['first'], 'the cancelled turn called no executor')
+  const stored = await result(server.endpoint, 'GetTask', { id: task.id })
+  t.equal(stored.status.state, 'TASK_STATE_CANCELED')
+  t.same(stored.history.filter((message: any) => message.role === 'ROLE_USER').map((message: any) => message.parts[0].text), ['first', 'second'], 'the message is in the history')
+  await eventually(() => server.fastify.a2a.handler.activeTasks === 0)
 })
 
 t.test("the cancel hook's context carries the CancelTask request's metadata, over JSON-RPC and REST", async t => {

@@ -1035,6 +1035,12 @@ export class RequestHandler {
    * its task is left terminal or interrupted, never running without an executor (#executed).
    */
   #execute (execution: Execution, context: ExecutionContext, work: ExecutorCall = 'execute'): void {
+    if (execution.controller.aborted) {
+      // Stopped (by CancelTask or shutdown) while its turn was set up: no executor is called
+      // for a turn already over; the turn ends as it would once one returned.
+      void Promise.resolve().then(() => this.#executed(execution, undefined))
+      return
+    }
     const deadline = this.#deadlines.add(execution)
     const events = this.#eventsFor(execution)
     this.#callExecutor(work, context, events).then(() => {
