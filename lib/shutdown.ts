@@ -2,6 +2,7 @@
 // new calls are refused, work in progress gets `completionGrace`, executions still
 // running are cancelled and get `taskGrace` to write their final state, then every
 // stream and WebSocket connection still open is ended. README, *Hardening*.
+import type { Server as HttpServer } from 'node:http'
 import { shuttingDown } from './errors/index.js'
 import type { CallRunner } from './dispatcher/call.js'
 import { sseResponses } from './dispatcher/sse.js'
@@ -41,6 +42,21 @@ async function waitUntil (done: () => boolean, ms: number): Promise<void> {
   while (!done() && Date.now() < deadline) await new Promise(resolve => setTimeout(resolve, POLL_MS))
 }
 
+const IDLE_SWEEP_MS = 50
+
+/**
+ * The server's close ends the connections idle then; one whose answer is written later (a
+ * call held past the grace periods by a hung store, say) goes idle after it and would hold
+ * the close for its keep-alive time (72 s by Fastify's default). Until the server has
+ * closed, idle connections are ended as they appear. HTTP/2 sessions close by themselves.
+ */
+function closeConnectionsGoingIdle (server: object): void {
+  const http1 = server as Partial<Pick<HttpServer, 'closeIdleConnections' | 'listening' | 'once'>>
+  if (typeof http1.closeIdleConnections !== 'function' || http1.listening !== true) return
+  const sweep = setInterval(() => http1.closeIdleConnections?.(), IDLE_SWEEP_MS).unref()
+  http1.once?.('close', () => clearInterval(sweep))
+}
+
 export async function shutDown ({ handler, runner, webSockets, server, options, push }: ShutdownParts): Promise<ShutdownReport> {
   runner.refuseNewCalls()
   const running = handler.runningExecutions
@@ -68,5 +84,6 @@ export async function shutDown ({ handler, runner, webSockets, server, options, 
   for (const response of sseResponses(server)) response.destroy()
   const webSocketsClosed = webSockets.connections
   await webSockets.drain(0)
+  closeConnectionsGoingIdle(server)
   return { drained: Math.max(0, running - late), cancelled: late - abandoned, abandoned, streamsEnded, webSocketsClosed }
 }

@@ -2,12 +2,14 @@
 // finish within completionGrace, cancels what is left and gives its executors taskGrace,
 // abandons an executor that ignores its signal, ends every stream, closes every WebSocket
 // with 1001 and reports what it did. Tasks in every phase, streams over every binding.
+import http from 'node:http'
 import v8 from 'node:v8'
 import t from 'tap'
 import { conformanceAgent } from '../examples/agent.js'
 import type { AgentExecutor, PushSender } from '../lib/index.js'
+import { MemoryTaskStore } from '../lib/store/memory.js'
 import { startAgentProcess } from './helpers/agent-process.js'
-import { eventually, openSse, post, result, startServer, userMessage } from './helpers/server.js'
+import { eventually, openSse, post, result, startServer, userMessage, V1 } from './helpers/server.js'
 import { connect, refusedUpgrade, wsUrl } from './helpers/ws.js'
 import { liveTimeouts } from './helpers/timers.js'
 import { restStream } from './helpers/rest.js'
@@ -260,6 +262,49 @@ t.test('a SendMessage whose inline push config is still being checked when the e
   t.equal(started, 0, 'no executor started, not even once the lookup answered')
   t.same(server.fastify.a2a.lastShutdownReport, { drained: 0, cancelled: 0, abandoned: 0, streamsEnded: 0, webSocketsClosed: 0 })
   t.equal((await taskStore.list({ pageSize: 100 }, { tenant: '' })).tasks.length, 0, 'no task was made')
+})
+
+t.test('a call answered after the grace periods (a hung store) does not hold close() for its keep-alive time', async t => {
+  let answerRead!: () => void
+  const readAnswered = new Promise<void>(resolve => { answerRead = resolve })
+  let reading!: () => void
+  const read = new Promise<void>(resolve => { reading = resolve })
+  class HungStore extends MemoryTaskStore {
+    override async get (...args: Parameters<MemoryTaskStore['get']>) {
+      if (args[0] === 'hung') {
+        reading()
+        await readAnswered
+      }
+      return await super.get(...args)
+    }
+  }
+  const completionGrace = 50
+  const taskGrace = 50
+  const server = await startServer({ taskStore: new HungStore(), shutdown: { completionGrace, taskGrace } })
+  const keepAlive = new http.Agent({ keepAlive: true })
+  t.teardown(() => keepAlive.destroy())
+  const answered = new Promise<any>((resolve, reject) => {
+    const request = http.request(server.endpoint, { agent: keepAlive, method: 'POST', headers: { 'content-type': 'application/json', ...V1 } }, (response) => {
+      let text = ''
+      response.setEncoding('utf8')
+      response.on('data', (chunk: string) => { text += chunk })
+      response.on('end', () => resolve(JSON.parse(text)))
+    })
+    request.on('error', reject)
+    request.end(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: 'hung' } }))
+  })
+  await read
+  const closing = server.close()
+  // Past both grace periods the shutdown is over and the server closing; then the store answers.
+  setTimeout(answerRead, completionGrace + 2 * taskGrace + 200)
+  t.equal((await answered).error.code, -32001, 'the late answer is written')
+  const closedInTime = await Promise.race([
+    closing.then(() => true),
+    new Promise<boolean>(resolve => setTimeout(() => resolve(false), 5000))
+  ])
+  if (!closedInTime) server.fastify.server.closeAllConnections()
+  await closing
+  t.ok(closedInTime, 'close() ends once the answer is written: the connection it left idle is ended, not kept for its keep-alive time (72 s)')
 })
 
 t.test('a turn whose inline push config was checked leaves nothing behind for shutdown to stop: 1,000 such turns hold no promise', async t => {
