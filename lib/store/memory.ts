@@ -120,7 +120,7 @@ export function encodeCursor (updatedAt: number, id: string): string {
 }
 
 /**
- * A cursor this server issued: an integer (ms or an offset, at least `min`) and an id. Anything
+ * A cursor this server issued: an integer (ms, or 0 in a push-config cursor; at least `min`) and an id. Anything
  * else is refused, so a forged one can neither loop a client nor reach a store's SQL as a bad value.
  */
 export function decodeCursor (token: string, min = Number.MIN_SAFE_INTEGER): [number, string] {
@@ -128,7 +128,52 @@ export function decodeCursor (token: string, min = Number.MIN_SAFE_INTEGER): [nu
     const cursor = JSON.parse(Buffer.from(token, 'base64url').toString())
     if (Array.isArray(cursor) && Number.isSafeInteger(cursor[0]) && cursor[0] >= min && typeof cursor[1] === 'string' && isKey(cursor[1])) return cursor as [number, string]
   } catch {}
-  throw invalidParams([{ field: 'pageToken', description: 'is not a token this server issued' }])
+  throw notIssued()
+}
+
+function notIssued (): Error {
+  return invalidParams([{ field: 'pageToken', description: 'is not a token this server issued' }])
+}
+
+/**
+ * The cursor of a page of push configs, on every store: the id of the page's last config (a
+ * task's configs are listed in `compareCodePoints` order of their ids). The next page starts at
+ * the first id after it, so a config deleted or created between pages moves no other, and the
+ * token tells its holder nothing but an id of its own.
+ */
+export function encodeIdCursor (id: string): string {
+  return encodeCursor(0, id)
+}
+
+/** The id an `encodeIdCursor` token holds; any other token is refused (an offset or sequence number of an earlier version included). */
+export function decodeIdCursor (token: string): string {
+  const [zero, id] = decodeCursor(token, 0)
+  if (zero !== 0) throw notIssued()
+  return id
+}
+
+/**
+ * Negative, 0 or positive as `a` is before, equal to or after `b` in code point order: UTF-8
+ * byte order, that of SQLite's BINARY and PostgreSQL's "C" collations. `<` compares UTF-16
+ * units, which puts U+E000–U+FFFF after every character above U+FFFF (its surrogates,
+ * U+D800–U+DFFF): here a surrogate is moved above U+FFFF and U+E000–U+FFFF down into its place.
+ */
+export function compareCodePoints (a: string, b: string): number {
+  const length = a.length < b.length ? a.length : b.length
+  for (let index = 0; index < length; index++) {
+    const x = a.charCodeAt(index)
+    const y = b.charCodeAt(index)
+    if (x !== y) return codePointRank(x) - codePointRank(y)
+  }
+  return a.length - b.length
+}
+
+function codePointRank (unit: number): number {
+  return unit < 0xd800 ? unit : unit < 0xe000 ? unit + 0x2000 : unit - 0x800
+}
+
+function byId (a: StoredPushConfig, b: StoredPushConfig): number {
+  return compareCodePoints(a.id, b.id)
 }
 
 /** What an evicted entry holds instead of its task: the terminal order may keep the entry a while longer. */
@@ -394,15 +439,32 @@ export class MemoryTaskStore implements TaskStore, ImmediateTaskStore {
 
 export class MemoryPushConfigStore implements PushConfigStore {
   readonly isolatesTenants = true
-  /** Tenant → task id → (config id → config), in creation order. */
-  readonly #tenants = new Map<string, Map<string, Map<string, TaskPushNotificationConfig>>>()
+  /** Tenant → task id → (config id → config), in the order of the ids (`compareCodePoints`), as `list` walks it. */
+  readonly #tenants = new Map<string, Map<string, Map<string, StoredPushConfig>>>()
 
   async set (config: StoredPushConfig, scope: Scope): Promise<void> {
     let tasks = this.#tenants.get(scope.tenant)
     if (tasks === undefined) this.#tenants.set(scope.tenant, tasks = new Map())
     let forTask = tasks.get(config.taskId)
     if (forTask === undefined) tasks.set(config.taskId, forTask = new Map())
+    const added = !forTask.has(config.id)
+    // A replaced config keeps its place; a new one goes last, and the map is put back in id
+    // order when that is not its place (a task has a few configs: push.maxConfigsPerTask).
     forTask.set(config.id, config)
+    if (added && forTask.size > 1 && !this.#inOrder(forTask)) {
+      const configs = [...forTask.values()].sort(byId)
+      forTask.clear()
+      for (const each of configs) forTask.set(each.id, each)
+    }
+  }
+
+  #inOrder (forTask: Map<string, StoredPushConfig>): boolean {
+    let previous: string | undefined
+    for (const id of forTask.keys()) {
+      if (previous !== undefined && compareCodePoints(previous, id) > 0) return false
+      previous = id
+    }
+    return true
   }
 
   async get (taskId: string, id: string, scope: Scope): Promise<TaskPushNotificationConfig | undefined> {
@@ -414,16 +476,21 @@ export class MemoryPushConfigStore implements PushConfigStore {
     return this.#forTask(taskId, scope) !== undefined
   }
 
+  /** In the order of their ids (`compareCodePoints`, as the SQL stores), from the first id after the token's. */
   async list (taskId: string, page: { pageSize: number, pageToken?: string }, scope: Scope): Promise<PushConfigPage> {
-    const all = [...(this.#forTask(taskId, scope)?.values() ?? [])]
-    let start = 0
-    if (page.pageToken !== undefined && page.pageToken !== '') {
-      const [offset] = decodeCursor(page.pageToken, 0)
-      start = offset
+    const after = page.pageToken === undefined || page.pageToken === '' ? undefined : decodeIdCursor(page.pageToken)
+    const configs: StoredPushConfig[] = []
+    let more = false
+    for (const config of this.#forTask(taskId, scope)?.values() ?? []) {
+      if (after !== undefined && compareCodePoints(config.id, after) <= 0) continue
+      if (configs.length === page.pageSize) {
+        more = true
+        break
+      }
+      configs.push(config)
     }
-    const configs = all.slice(start, start + page.pageSize)
-    const next = start + configs.length
-    return { configs, nextPageToken: next < all.length ? encodeCursor(next, '') : '' }
+    const last = configs[configs.length - 1]
+    return { configs, nextPageToken: more && last !== undefined ? encodeIdCursor(last.id) : '' }
   }
 
   async delete (taskId: string, id: string, scope: Scope): Promise<void> {
@@ -440,7 +507,7 @@ export class MemoryPushConfigStore implements PushConfigStore {
     if (tasks.size === 0) this.#tenants.delete(tenant)
   }
 
-  #forTask (taskId: string, scope: Scope): Map<string, TaskPushNotificationConfig> | undefined {
+  #forTask (taskId: string, scope: Scope): Map<string, StoredPushConfig> | undefined {
     return this.#tenants.get(scope.tenant)?.get(taskId)
   }
 }

@@ -10,7 +10,7 @@ import type { Artifact, Message, Task, TaskPushNotificationConfig, TaskState, Ta
 import { TaskTerminalError } from '../errors/index.js'
 import { isTerminal } from '../handler/states.js'
 import { PostgresClusterStore } from '../cluster/postgres.js'
-import { decodeCursor, encodeCursor } from './memory.js'
+import { decodeCursor, decodeIdCursor, encodeCursor, encodeIdCursor } from './memory.js'
 import { DEFAULT_CONNECTION_TIMEOUT, loadPg, tableExists, transaction } from './pg-transaction.js'
 import { expiry, joinArtifact, joinTask, NOT_TERMINAL, splitArtifact, statusTime, UNFINISHED_STATES, type ArtifactFields, type Chunk } from './rows.js'
 import type {
@@ -453,7 +453,6 @@ export class PostgresPushConfigStore implements PushConfigStore {
   }
 
   async set (config: StoredPushConfig, scope: Scope): Promise<void> {
-    // A replaced config keeps its place in the list.
     await this.#pool.query(`INSERT INTO ${this.#S}.a2a_push_configs (tenant, task_id, id, config) VALUES ($1, $2, $3, $4)
       ON CONFLICT (tenant, task_id, id) DO UPDATE SET config = EXCLUDED.config`, [scope.tenant, config.taskId, config.id, json(config)])
   }
@@ -464,15 +463,21 @@ export class PostgresPushConfigStore implements PushConfigStore {
     return rows[0]?.config
   }
 
+  /**
+   * In the order of their ids, from the first id after the token's (`encodeIdCursor`). "C" in
+   * the comparison and the order: code point order, as the other stores (a database's default
+   * collation is its locale's), down the UNIQUE (tenant, task_id, id) index, also "C".
+   */
   async list (taskId: string, page: { pageSize: number, pageToken?: string }, scope: Scope): Promise<PushConfigPage> {
-    const after = page.pageToken === undefined || page.pageToken === '' ? 0 : decodeCursor(page.pageToken, 0)[0]
-    const { rows } = await this.#pool.query<{ seq: string, config: TaskPushNotificationConfig }>(`SELECT seq, config FROM ${this.#S}.a2a_push_configs
-      WHERE tenant = $1 AND task_id = $2 AND seq > $3 ORDER BY seq LIMIT $4`, [scope.tenant, taskId, after, page.pageSize + 1])
+    const values: unknown[] = [scope.tenant, taskId]
+    const after = page.pageToken === undefined || page.pageToken === '' ? '' : `AND id COLLATE "C" > $${values.push(decodeIdCursor(page.pageToken))}`
+    const { rows } = await this.#pool.query<{ id: string, config: TaskPushNotificationConfig }>(`SELECT id, config FROM ${this.#S}.a2a_push_configs
+      WHERE tenant = $1 AND task_id = $2 ${after} ORDER BY id COLLATE "C" LIMIT $${values.push(page.pageSize + 1)}`, values)
     const shown = rows.slice(0, page.pageSize)
     const last = shown[shown.length - 1]
     return {
       configs: shown.map(row => row.config),
-      nextPageToken: rows.length > page.pageSize && last !== undefined ? encodeCursor(Number(last.seq), '') : ''
+      nextPageToken: rows.length > page.pageSize && last !== undefined ? encodeIdCursor(last.id) : ''
     }
   }
 

@@ -5,7 +5,7 @@
 import type Database from 'better-sqlite3'
 import type { Artifact, Message, Task, TaskPushNotificationConfig, TaskState, TaskStatus } from '../schema/wire.js'
 import { TaskTerminalError } from '../errors/index.js'
-import { decodeCursor, encodeCursor } from './memory.js'
+import { decodeCursor, decodeIdCursor, encodeCursor, encodeIdCursor } from './memory.js'
 import { optionalRequire } from '../optional-require.js'
 import { expiry, joinArtifact, joinTask, NOT_TERMINAL, splitArtifact, statusTime, UNFINISHED_STATES, type ArtifactFields, type Chunk } from './rows.js'
 import type {
@@ -333,12 +333,13 @@ export class SqlitePushConfigStore implements PushConfigStore {
 
   constructor (db: Database.Database) {
     this.#statements = {
-      // A replaced config keeps its place in the list.
       set: db.prepare(`INSERT INTO a2a_push_configs (tenant, task_id, id, config) VALUES (?, ?, ?, ?)
         ON CONFLICT (tenant, task_id, id) DO UPDATE SET config = excluded.config`),
       get: db.prepare('SELECT config FROM a2a_push_configs WHERE tenant = ? AND task_id = ? AND id = ?').pluck(),
-      list: db.prepare(`SELECT seq, config FROM a2a_push_configs WHERE tenant = ? AND task_id = ? AND seq > ?
-        ORDER BY seq LIMIT ?`),
+      // By id, in the BINARY collation (UTF-8 bytes: code point order, as the other stores), down
+      // the UNIQUE (tenant, task_id, id) index. Not by `seq`: a rowid, which SQLite gives again once deleted.
+      listFirst: db.prepare('SELECT id, config FROM a2a_push_configs WHERE tenant = ? AND task_id = ? ORDER BY id LIMIT ?'),
+      listAfter: db.prepare('SELECT id, config FROM a2a_push_configs WHERE tenant = ? AND task_id = ? AND id > ? ORDER BY id LIMIT ?'),
       delete: db.prepare('DELETE FROM a2a_push_configs WHERE tenant = ? AND task_id = ? AND id = ?')
     }
   }
@@ -352,14 +353,16 @@ export class SqlitePushConfigStore implements PushConfigStore {
     return config === undefined ? undefined : JSON.parse(config)
   }
 
+  /** In the order of their ids, from the first id after the token's (`encodeIdCursor`). */
   async list (taskId: string, page: { pageSize: number, pageToken?: string }, scope: Scope): Promise<PushConfigPage> {
-    const after = page.pageToken === undefined || page.pageToken === '' ? 0 : decodeCursor(page.pageToken, 0)[0]
-    const rows = this.#statements.list.all(scope.tenant, taskId, after, page.pageSize + 1) as Array<{ seq: number, config: string }>
+    const rows = (page.pageToken === undefined || page.pageToken === ''
+      ? this.#statements.listFirst.all(scope.tenant, taskId, page.pageSize + 1)
+      : this.#statements.listAfter.all(scope.tenant, taskId, decodeIdCursor(page.pageToken), page.pageSize + 1)) as Array<{ id: string, config: string }>
     const shown = rows.slice(0, page.pageSize)
     const last = shown[shown.length - 1]
     return {
       configs: shown.map(row => JSON.parse(row.config)),
-      nextPageToken: rows.length > page.pageSize && last !== undefined ? encodeCursor(last.seq, '') : ''
+      nextPageToken: rows.length > page.pageSize && last !== undefined ? encodeIdCursor(last.id) : ''
     }
   }
 

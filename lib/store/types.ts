@@ -123,6 +123,12 @@ export interface PushConfigStore {
   /** Stores the config (its `id` and `taskId` set), replacing one with the same id. */
   set (config: StoredPushConfig, scope: Scope): Promise<void>
   get (taskId: string, id: string, scope: Scope): Promise<TaskPushNotificationConfig | undefined>
+  /**
+   * The task's configs in code point order of their ids (UTF-8 byte order), from the first id
+   * after the one `pageToken` holds: the stores that ship put the page's last id in its
+   * `nextPageToken`, which stays right when configs are deleted or created between pages and
+   * tells nothing of other tenants.
+   */
   list (taskId: string, page: { pageSize: number, pageToken?: string }, scope: Scope): Promise<PushConfigPage>
   /** Idempotent. */
   delete (taskId: string, id: string, scope: Scope): Promise<void>

@@ -425,7 +425,7 @@ export function storeContract (t: Test, factory: StoreFactory): void {
     t.ok(await pushConfigStore.get('same', 'p', A), "B's delete did not remove A's config")
   })
 
-  t.test('push configs: set, get, replace in place, list in order with paging, delete idempotent', async t => {
+  t.test('push configs: set, get, replace in place, list in id order with paging, delete idempotent', async t => {
     const { taskStore, pushConfigStore } = await fresh(t)
     await taskStore.create(newTask('t', 'TASK_STATE_WORKING', 1), A)
     await taskStore.create(newTask('u', 'TASK_STATE_WORKING', 1), A)
@@ -447,7 +447,7 @@ export function storeContract (t: Test, factory: StoreFactory): void {
     t.strictSame(await pushConfigStore.get('t', 'c2', A), replaced, 'replaced whole: the old authentication is gone')
 
     const first = await pushConfigStore.list('t', { pageSize: 2 }, A)
-    t.same(first.configs, [configs[0], replaced], 'creation order; a replaced config keeps its place')
+    t.same(first.configs, [configs[0], replaced], 'id order; a replaced config keeps its place')
     t.not(first.nextPageToken, '')
     const second = await pushConfigStore.list('t', { pageSize: 2, pageToken: first.nextPageToken }, A)
     t.same(second.configs, [configs[2], configs[3]])
@@ -465,11 +465,11 @@ export function storeContract (t: Test, factory: StoreFactory): void {
     t.ok(await pushConfigStore.get('u', 'c1', A), "deleting t's configs left u's alone")
     t.same(await pushConfigStore.list('none', { pageSize: 10 }, A), { configs: [], nextPageToken: '' })
     await rejectsInvalidParams(t, pushConfigStore.list('t', { pageSize: 2, pageToken: '%%%' }, A), 'a bad push-config page token')
-    // Well-formed but never issued: a negative offset would hand a client the same token for ever;
-    // a fraction or a number past bigint would reach the SQL as a bad value.
-    for (const offset of [-1, 0.5, 1e21]) {
-      const forged = Buffer.from(JSON.stringify([offset, ''])).toString('base64url')
-      await rejectsInvalidParams(t, pushConfigStore.list('t', { pageSize: 2, pageToken: forged }, A), `a forged push-config offset ${offset}`)
+    // Well-formed but never issued (a push-config token is [0, the last id listed]): no number
+    // but 0, and no id a store could not hold, reaches a store.
+    for (const forged of [[-1, ''], [0.5, 'c1'], [1e21, 'c1'], [1, 'c1'], [0, 'c\u0000'], [0, '\ud800']]) {
+      const token = Buffer.from(JSON.stringify(forged)).toString('base64url')
+      await rejectsInvalidParams(t, pushConfigStore.list('t', { pageSize: 2, pageToken: token }, A), `a forged push-config token ${JSON.stringify(forged)}`)
     }
   })
 
