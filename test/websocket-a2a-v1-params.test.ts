@@ -42,6 +42,24 @@ t.test('names are lowercased, values that are not visible ASCII left out, the se
   t.equal(seen[':path'], '/')
 })
 
+t.test('merged with a request\'s own, the service parameters have no prototype, as on every binding', async t => {
+  const seen: Array<object | null> = []
+  const own = await startServer({
+    executor: {
+      async execute (context, events) {
+        seen.push(Object.getPrototypeOf(context.serviceParams))
+        await events.completed()
+      }
+    }
+  })
+  t.teardown(() => own.close())
+  const client = await connectV1(v1Url(own.origin))
+  t.teardown(() => client.close())
+  await client.request('bare', 'SendMessage', { message: userMessage('x') })
+  await client.request('merged', 'SendMessage', { message: userMessage('x') }, { 'a2a-version': '1.0', 'x-own': 'yes', constructor: 'c' })
+  t.same(seen, [null, null])
+})
+
 t.test('the version is read per request: it may vary, and the upgrade needs none', async t => {
   // An upgrade whose own A2A-Version is unsupported: every request brings its own.
   const client = await connectV1(v1Url(server.origin), { headers: { 'A2A-Version': '0.3' } })

@@ -8,7 +8,7 @@ import { newId } from '../ids.js'
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { FastifyRequest } from 'fastify'
 import { InvalidRequestError, MessageRateLimitedError, StreamLaggedError, UnavailableError, retryInfo, toA2AError, type A2AError } from '../errors/index.js'
-import { merged } from '../copy.js'
+import { spreadInto } from '../copy.js'
 import type { CallContext } from '../handler/executor.js'
 import { windowCounter, type RateLimitStore, type WindowCounter } from '../interceptors/rate-limit.js'
 import { DEFAULT_MAX_JSON_DEPTH } from '../json-guard.js'
@@ -211,7 +211,10 @@ export function makeWebSocketServer (options: WebSocketServerOptions): WebSocket
     // One async function with its own catch and finally: no promise chain per request.
     try {
       // A request's own parameters (a2a.v1) go over the upgrade's, for this call only.
-      const params: Readonly<ServiceParams> = serviceParams === undefined ? info.serviceParams : Object.freeze(merged(info.serviceParams, serviceParams))
+      // Without a prototype, as on every binding: `params.constructor` is no parameter.
+      const params: Readonly<ServiceParams> = serviceParams === undefined
+        ? info.serviceParams
+        : Object.freeze(spreadInto(spreadInto(Object.create(null), info.serviceParams), serviceParams) as ServiceParams)
       const context: CallContext = {
         binding: dialect.binding,
         method: request.method.name,
