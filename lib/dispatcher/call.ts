@@ -227,6 +227,7 @@ function observeEnd (events: AsyncIterableIterator<StreamResponse>, complete: (o
     done = true
     complete(outcome)
   }
+  const release = () => events.return?.() ?? Promise.resolve({ value: undefined, done: true as const })
   const observed: AsyncIterableIterator<StreamResponse> & { readonly buffered?: number } = {
     get buffered () { return (events as { buffered?: number }).buffered },
     async next () {
@@ -241,7 +242,12 @@ function observeEnd (events: AsyncIterableIterator<StreamResponse>, complete: (o
     },
     async return () {
       end({ status: 'cancelled' })
-      return await (events.return?.() ?? Promise.resolve({ value: undefined, done: true as const }))
+      return await release()
+    },
+    /** The dispatcher ends the stream with `error` (its reader fell behind): a failure, not the reader leaving. */
+    async throw (error: unknown) {
+      end({ status: 'failed', error: toA2AError(error) })
+      return await release()
     },
     [Symbol.asyncIterator] () { return observed }
   }

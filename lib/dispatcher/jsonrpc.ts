@@ -1,7 +1,7 @@
 // The JSON-RPC binding (spec §9): POST at the plugin's root path, one JSON-RPC request
 // per body, SSE for the two streaming methods.
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { InternalError, UnsupportedMediaTypeError, errorHeaders, toA2AError, toRefusal, type A2AError } from '../errors/index.js'
+import { InternalError, UnsupportedMediaTypeError, errorHeaders, errorTable, toA2AError, toRefusal, type A2AError } from '../errors/index.js'
 import { HttpCallContext, PLAIN_JSON, acceptedBody, httpRequestedVersion, readBodiesAsText, sendHttpAnswer, type HttpDispatcherOptions } from './call.js'
 import { failure, failureObject, parseEnvelope, successOf, type JsonRpcId } from './rpc.js'
 import { coalesceReplies } from './coalesce.js'
@@ -9,9 +9,17 @@ import { sendSse } from './sse.js'
 
 export const JSONRPC_BINDING = 'JSONRPC'
 
-/** Logs what the client is not shown: the cause of an internal error (a request's or the instance's logger). */
+/**
+ * Logs what the client is not shown: the cause of an internal error (a request's or the
+ * instance's logger). What the server means to answer is no failure: a refusal (4xx, or an
+ * Unavailable with no cause behind it: shutdown, a connection limit) is not logged, and a
+ * stream whose reader fell behind is a warning, once per stream.
+ */
 export function logInternal (source: { log: FastifyBaseLogger }, error: A2AError): void {
-  if (error.row.httpStatus >= 500) source.log.error({ err: error.cause ?? error }, 'A2A call failed')
+  const { row } = error
+  if (row.httpStatus < 500 || (row === errorTable.Unavailable && error.cause === undefined)) return
+  if (row === errorTable.StreamLagged) source.log.warn({ droppedEvents: error.metadata?.droppedEvents }, 'A2A stream ended: its reader fell behind')
+  else source.log.error({ err: error.cause ?? error }, 'A2A call failed')
 }
 
 /** HTTP statuses a JSON-RPC error keeps: refusals before the call is served. Any other error is a 200. */

@@ -263,7 +263,9 @@ export function makeWebSocketServer (options: WebSocketServerOptions): WebSocket
           // The reader fell behind: its stream ends here rather than buffering without bound.
           const queued = (events as { buffered?: number }).buffered ?? 0
           const dropped = queued + 1
-          refuse(connection, id, new StreamLaggedError(dropped).with({ metadata: { droppedEvents: String(dropped) } }))
+          const lagged = new StreamLaggedError(dropped).with({ metadata: { droppedEvents: String(dropped) } })
+          refuse(connection, id, lagged)
+          await events.throw?.(lagged)
           return
         }
         send(connection, successOf(id, serialize(next.value)))

@@ -18,6 +18,7 @@ import type { Identity } from '../interceptors/auth.js'
 import type { A2AInterceptor } from '../interceptors/types.js'
 import { requestedExtensions, requestedVersion, serviceParamsFromHeaders, type ServiceParams } from '../service-params.js'
 import { checkVersion } from './call.js'
+import { logInternal } from './jsonrpc.js'
 import { A2A_V1_SUBPROTOCOL, type ConnectionInfo, type WebSocketLike, type WebSocketServer } from './websocket-connection.js'
 
 export { WEBSOCKET_BINDING_URI } from './websocket-connection.js'
@@ -196,7 +197,10 @@ export async function webSocketDispatcher (fastify: FastifyInstance, options: We
       }
     } catch (error) {
       release()
-      await refuse(reply, toA2AError(error))
+      const refusal = toA2AError(error)
+      // A failure (an interceptor's bug, an identity provider out of reach) is logged as on every call.
+      logInternal(request, refusal)
+      await refuse(reply, refusal)
       return
     }
     // A browser can only send the version in the query string: it is a parameter all the same.

@@ -4,7 +4,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { FastifyRequest } from 'fastify'
 import { createRemoteJWKSet, jwtVerify, type JWTPayload, type JWTVerifyGetKey, type CryptoKey, type JWK, type KeyObject } from 'jose'
-import { PermissionDeniedError, UnauthenticatedError, type A2AError } from '../errors/index.js'
+import { PermissionDeniedError, UnauthenticatedError, UnavailableError, retryInfo, type A2AError } from '../errors/index.js'
 import type { CallContext } from '../handler/executor.js'
 import type { SecurityRequirement, SecurityScheme } from '../schema/wire.js'
 import type { ServiceParams } from '../service-params.js'
@@ -77,6 +77,19 @@ export interface Authentication {
   securityRequirements: SecurityRequirement[]
 }
 
+/**
+ * jose's errors of a key set it could not read (no answer in time, not a 200, not a key set)
+ * and what its fetch throws (a TypeError `fetch failed`): the provider's fault, not the
+ * token's, so the caller is told to try again rather than that the token is invalid.
+ */
+const KEY_SET_ERRORS = new Set(['ERR_JWKS_TIMEOUT', 'ERR_JOSE_GENERIC', 'ERR_JWKS_INVALID'])
+const KEY_SET_RETRY_MS = 1000
+
+function keySetUnreadable (error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code
+  return typeof code === 'string' ? KEY_SET_ERRORS.has(code) : true
+}
+
 export function authentication (options: AuthOptions): Authentication {
   const realm = options.realm ?? 'a2a'
   const challenge = `Bearer realm="${realm}"`
@@ -102,7 +115,10 @@ export function authentication (options: AuthOptions): Authentication {
           issuer: jwt.issuer, audience: jwt.audience, clockTolerance: jwt.clockTolerance, requiredClaims: ['exp']
         })
         claims = verified.payload
-      } catch {
+      } catch (error) {
+        if (jwt.jwksUrl !== undefined && keySetUnreadable(error)) {
+          throw new UnavailableError('the identity provider\'s key set cannot be read').with({ cause: error, details: [retryInfo(KEY_SET_RETRY_MS)] })
+        }
         throw unauthenticated('invalid_token')
       }
       // The subject is the identity (rate-limit budgets, tenancy.resolve): a token naming no one is refused.
@@ -143,8 +159,11 @@ export function authentication (options: AuthOptions): Authentication {
       return await identify(serviceParams, context, request)
     } catch (error) {
       const { row, metadata } = error as Partial<A2AError>
-      const refusal = { binding: context.binding === '' ? 'upgrade' : context.binding, method: context.method, reason: row?.reason ?? 'UNAUTHENTICATED', challenge: metadata?.['www-authenticate'] }
-      request?.log.info({ a2aRefusal: refusal }, 'A2A call refused by auth')
+      // Only a refusal (401, 403): a verifier or a key set out of reach is a failure, logged as one.
+      if (row?.httpStatus === 401 || row?.httpStatus === 403) {
+        const refusal = { binding: context.binding === '' ? 'upgrade' : context.binding, method: context.method, reason: row.reason ?? 'UNAUTHENTICATED', challenge: metadata?.['www-authenticate'] }
+        request?.log.info({ a2aRefusal: refusal }, 'A2A call refused by auth')
+      }
       throw error
     }
   }
