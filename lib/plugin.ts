@@ -171,7 +171,10 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
   // Live before any route serves; it leaves at the end of the shutdown (below).
   if (cluster !== undefined) await cluster.start(handler, push)
   // Before any route serves: no executor of this process runs yet, so every unfinished task is an orphan.
-  if (options.recoverTasks) await failUnfinishedTasks(taskStore, push?.notify)
+  if (options.recoverTasks) {
+    const failed = await failUnfinishedTasks(taskStore, push?.notify)
+    if (failed > 0) fastify.log.info({ failed }, 'A2A recovery: tasks a dead process left running marked FAILED')
+  }
 
   const { cors } = options
   const cardRouteOptions = {

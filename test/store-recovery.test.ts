@@ -4,10 +4,13 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import Fastify from 'fastify'
 import t from 'tap'
-import { failUnfinishedTasks, openSqliteStores, RECOVERY_MESSAGE, type PushSender, type StreamResponse, type Task, type TaskStore } from '../lib/index.js'
+import { a2aWebSocket, failUnfinishedTasks, openSqliteStores, RECOVERY_MESSAGE, type PushSender, type StreamResponse, type Task, type TaskStore } from '../lib/index.js'
 import { result, startServer } from './helpers/server.js'
 import { startReceiver } from './helpers/webhook.js'
+import { logLines } from './helpers/logs.js'
+import { conformanceAgent, conformanceCard } from '../examples/agent.js'
 
 const dir = mkdtempSync(join(tmpdir(), 'a2a-recovery-'))
 t.teardown(() => rmSync(dir, { recursive: true, force: true }))
@@ -80,4 +83,17 @@ t.test('a task that ended after it was listed is left as it ended: not failed, n
   t.same(ended?.task.history, before?.task.history, 'no recovery message was added')
   t.equal(ended?.version, (before?.version ?? 0) + 1, 'nothing but the completion was written')
   t.same(told.map(event => [event.statusUpdate?.taskId, event.statusUpdate?.status.state]), [['submitted', 'TASK_STATE_FAILED']])
+})
+
+t.test('how many tasks were failed is logged, once, at start-up; nothing when there were none', async t => {
+  const stores = await seeded()
+  for (const expected of [[2], []]) {
+    const { stream, lines } = logLines()
+    const fastify = Fastify({ logger: { level: 'info', stream } })
+    await fastify.register(a2aWebSocket, { executor: conformanceAgent, card: conformanceCard, taskStore: stores.taskStore, pushConfigStore: stores.pushConfigStore })
+    await fastify.ready()
+    await fastify.close()
+    const recovered = lines.map(line => JSON.parse(line)).filter(entry => entry.msg === 'A2A recovery: tasks a dead process left running marked FAILED')
+    t.same(recovered.map(entry => [entry.level, entry.failed]), expected.map(failed => [30, failed]))
+  }
 })
