@@ -215,7 +215,7 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
     idleTimeout: ws.idleTimeout,
     maxJsonDepth: options.maxJsonDepth,
     a2aV1: ws.a2aV1,
-    onError: (error) => logInternal(fastify, error)
+    onError: (error, info) => logInternal(info.request ?? fastify, error)
   })
   // fastify.close(): new upgrades get 503 and new calls Unavailable; work in progress gets
   // its grace periods (lib/shutdown.ts); then every stream ends and every WebSocket gets 1001.

@@ -7,12 +7,13 @@ import t, { type Test } from 'tap'
 import { SignJWT, exportJWK, generateKeyPair } from 'jose'
 import { a2aWebSocket, type A2APluginOptions, type CallOutcome } from '../lib/index.js'
 import { conformanceAgent, conformanceCard } from '../examples/agent.js'
+import { MemoryTaskStore } from '../lib/store/memory.js'
 import { openSse, post, result, userMessage, V1 } from './helpers/server.js'
 import { rest } from './helpers/rest.js'
-import { clientFrame, frameReader, rawUpgrade } from './helpers/ws.js'
+import { clientFrame, connect, frameReader, rawUpgrade, wsUrl } from './helpers/ws.js'
 import { logLines } from './helpers/logs.js'
 
-interface Entry { level: number, msg: string, err?: { message: string }, a2aRefusal?: unknown, droppedEvents?: string }
+interface Entry { level: number, msg: string, reqId?: string, req?: { url: string }, err?: { message: string }, a2aRefusal?: unknown, droppedEvents?: string }
 
 /** A server whose log the test reads; `entries(msg)` are the lines with that message. */
 async function serve (t: Test, options: Partial<A2APluginOptions>) {
@@ -122,4 +123,18 @@ t.test('a WebSocket stream whose reader fell behind: one warning, and its call c
   t.match(warnings[0]?.droppedEvents, /^\d+$/)
   t.same(entries('A2A call failed'), [], 'not logged as a failure')
   t.same(outcomes, ['failed'], 'the interceptor is told the stream failed, not that the client left')
+})
+
+t.test('a WebSocket call\'s failure is logged with the request id of its connection\'s upgrade', async t => {
+  class FailingStore extends MemoryTaskStore {
+    override async get (): Promise<undefined> { throw new Error('the disk is on fire') }
+  }
+  const { origin, entries } = await serve(t, { taskStore: new FailingStore() })
+  const client = await connect(wsUrl(origin))
+  t.teardown(() => client.close())
+  t.equal((await client.request('GetTask', { id: 'x' })).error.code, -32603)
+  const failed = entries('A2A call failed')
+  t.same(failed.map(entry => entry.err?.message), ['the disk is on fire'])
+  const upgrade = entries('incoming request').find(entry => entry.req?.url.startsWith('/?') === true)
+  t.ok(upgrade?.reqId !== undefined && failed[0]?.reqId === upgrade.reqId, 'the upgrade\'s reqId')
 })

@@ -68,7 +68,8 @@ export interface WebSocketServerOptions {
   maxJsonDepth?: number
   /** The a2a.v1 dialect's limits; without them every connection speaks seed 000. */
   a2aV1?: DialectLimits
-  onError (error: A2AError): void
+  /** A call's error to log, with the connection's upgrade (whose logger carries its request id). */
+  onError (error: A2AError, info: ConnectionInfo): void
 }
 
 /** What the connection learnt at the handshake; it applies to every request on it. */
@@ -192,14 +193,14 @@ export function makeWebSocketServer (options: WebSocketServerOptions): WebSocket
 
   /** An error frame for `id`, then `close` when one is given. */
   function refuse (connection: OpenConnection, id: JsonRpcId, error: A2AError, close?: Close): void {
-    options.onError(error)
+    options.onError(error, connection.info)
     send(connection, failure(id, error))
     if (close !== undefined) connection.socket.close(close.code, close.reason)
   }
 
   /** A failure no call caused (a bug, a broken socket): the connection does not go on. */
   function internalFailure (connection: OpenConnection, error: unknown): void {
-    options.onError(toA2AError(error))
+    options.onError(toA2AError(error), connection.info)
     connection.socket.close(CloseCode.InternalError, 'internal error')
   }
 
@@ -233,7 +234,7 @@ export function makeWebSocketServer (options: WebSocketServerOptions): WebSocket
       } catch (error) {
         const a2aError = toA2AError(error)
         // A cancelled stream's end frame is its last: what fails after it is only logged.
-        if (notification || stream?.cancelled === true) options.onError(a2aError)
+        if (notification || stream?.cancelled === true) options.onError(a2aError, info)
         else refuse(connection, id, a2aError, dialect.closeAfter(a2aError, serviceParams))
       }
     } catch (error) {
@@ -328,7 +329,7 @@ export function makeWebSocketServer (options: WebSocketServerOptions): WebSocket
         connection.socket.close(incoming.close.code, incoming.close.reason)
         return
       case 'refused':
-        if (incoming.notification) options.onError(incoming.error)
+        if (incoming.notification) options.onError(incoming.error, connection.info)
         else refuse(connection, incoming.id, incoming.error, incoming.close)
     }
   }
