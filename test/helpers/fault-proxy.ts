@@ -55,3 +55,14 @@ export async function faultProxy (url: string): Promise<FaultProxy> {
   }
   return proxy
 }
+
+/** What `promise` gives, when it settles within `ms`; else 'late'. */
+export async function within<T> (ms: number, promise: Promise<T>): Promise<T | 'late'> {
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<'late'>(resolve => { timer = setTimeout(() => resolve('late'), ms) })
+  try {
+    return await Promise.race([promise, late])
+  } finally {
+    clearTimeout(timer)
+  }
+}
