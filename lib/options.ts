@@ -10,7 +10,7 @@ import { CLUSTER_DEFAULTS, type ClusterOptions, type NormalizedClusterOptions } 
 import type { FastifyCorsOptions } from '@fastify/cors'
 import type { CardSigningOptions } from './card/signing.js'
 import type { AuthOptions } from './interceptors/auth.js'
-import { DEFAULT_CACHE_SIZE, type RateLimitOptions, type RateLimitStore } from './interceptors/rate-limit.js'
+import { DEFAULT_CACHE_SIZE, DEFAULT_STORE_TIMEOUT, type RateLimitOptions, type RateLimitStore } from './interceptors/rate-limit.js'
 import type { TenancyOptions } from './interceptors/tenancy.js'
 import type { A2AInterceptor } from './interceptors/types.js'
 import type { AgentExecutor, CallContext } from './handler/executor.js'
@@ -562,6 +562,7 @@ function checkRateLimit (limit: RateLimitOptions | undefined): RateLimitOptions 
   if (limit.redis !== undefined && !hasMethods(limit.redis, ['defineCommand'])) throw new InvalidOptionError('rateLimit.redis', 'must be an ioredis client (with defineCommand)')
   optionalFunction('rateLimit.keyGenerator', limit.keyGenerator)
   integer('rateLimit.cacheSize', limit.cacheSize, DEFAULT_CACHE_SIZE)
+  timerMs('rateLimit.storeTimeout', limit.storeTimeout, DEFAULT_STORE_TIMEOUT, 0)
   if (limit.cacheSize !== undefined && (limit.store !== undefined || limit.redis !== undefined)) {
     throw new InvalidOptionError('rateLimit.cacheSize', 'is for the in-memory store: not with store or redis')
   }

@@ -1,12 +1,16 @@
 // Built-in rate limiting (issue 5): a fixed window per caller on every binding and every
-// WebSocket frame, counted exactly even for frames that arrive in one TCP write.
+// WebSocket frame, counted exactly even for frames that arrive in one TCP write; a store out of
+// reach (Redis behind a proxy that stalls or refuses) makes calls Unavailable within storeTimeout.
 import fastifyRateLimit from '@fastify/rate-limit'
 import Fastify from 'fastify'
+import { Redis } from 'ioredis'
 import t from 'tap'
 import { conformanceAgent, conformanceCard } from '../examples/agent.js'
 import { a2aWebSocket } from '../lib/index.js'
 import { normalizeOptions } from '../lib/options.js'
+import { faultProxy, within } from './helpers/fault-proxy.js'
 import { logLines } from './helpers/logs.js'
+import { requireRedis } from './helpers/redis.js'
 import { post, startServer, userMessage, V1 } from './helpers/server.js'
 import { rest } from './helpers/rest.js'
 import { clientFrame, connect, frameReader, rawUpgrade, wsUrl } from './helpers/ws.js'
@@ -174,9 +178,86 @@ t.test('bad rateLimit options fail registration, naming the option', async t => 
     [{ max: 5, redis: {} }, 'rateLimit.redis: must be an ioredis client (with defineCommand)'],
     [{ max: 5, cacheSize: 0 }, 'rateLimit.cacheSize: must be an integer >= 1'],
     [{ max: 5, cacheSize: 10, store: { incr () {} } }, 'rateLimit.cacheSize: is for the in-memory store: not with store or redis'],
-    [{ max: 5, timeWindow: 2 ** 31 }, 'rateLimit.timeWindow: must be at most 2147483647 ms']
+    [{ max: 5, timeWindow: 2 ** 31 }, 'rateLimit.timeWindow: must be at most 2147483647 ms'],
+    [{ max: 5, storeTimeout: -1 }, 'rateLimit.storeTimeout: must be an integer >= 0']
   ]
   for (const [rateLimit, message] of refusals) {
     t.throws(() => options(rateLimit), { code: 'A2A_ERR_INVALID_OPTION', message: `Invalid option ${message}` }, message)
   }
+})
+
+t.test('rateLimit.redis with Redis stalled or out of reach: the call is Unavailable after storeTimeout, not held or an internal error', async t => {
+  const url = await requireRedis(t)
+  if (url === undefined) return
+  const proxy = await faultProxy(url)
+  t.teardown(() => proxy.close())
+  const redis = new Redis(proxy.url)
+  redis.on('error', () => {})
+  t.teardown(() => redis.disconnect())
+  const { stream, lines } = logLines()
+  const fastify = Fastify({ logger: { level: 'info', stream } })
+  await fastify.register(a2aWebSocket, { executor: conformanceAgent, card: conformanceCard, rateLimit: { max: 1000, timeWindow: 1000, redis, storeTimeout: 200, keyGenerator: () => `test:stalled:${process.pid}` } })
+  t.teardown(() => fastify.close())
+  const server = { endpoint: await fastify.listen({ host: '127.0.0.1', port: 0 }) }
+  t.equal((await post(server.endpoint, rpc(1))).body.error.code, -32001, 'counted in Redis')
+
+  const unavailable = {
+    code: -32603,
+    message: 'Service unavailable: a service the agent needs cannot be reached',
+    data: [{ '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: '1s' }]
+  }
+  proxy.stall()
+  const stalled = await within(5000, post(server.endpoint, rpc(2)))
+  t.not(stalled, 'late', 'answered, though Redis never answers')
+  t.same(stalled !== 'late' && stalled.body, { jsonrpc: '2.0', id: 2, error: unavailable })
+  const restReply = await within(5000, rest(server.endpoint, 'GET', '/tasks/x'))
+  t.same(restReply !== 'late' && [restReply.status, restReply.body.error.status], [503, 'UNAVAILABLE'], 'REST: 503')
+  t.match(lines.map(line => JSON.parse(line)).find(entry => entry.msg === 'A2A call failed'),
+    { level: 50, err: { message: 'the rate-limit store gave no count within 200 ms', code: 'ETIMEDOUT' } }, 'the cause logged')
+
+  // Out of reach: ioredis queues the command until its retries run out (20 reconnections, 10 s).
+  proxy.mode = 'refuse'
+  proxy.cut()
+  const down = await within(5000, post(server.endpoint, rpc(3)))
+  t.same(down !== 'late' && down.body, { jsonrpc: '2.0', id: 3, error: unavailable })
+})
+
+t.test('a store that counts after storeTimeout: the call is Unavailable, and the late count is ignored', async t => {
+  let late: Promise<void> | undefined
+  const server = await startServer({
+    rateLimit: {
+      max: 5,
+      storeTimeout: 50,
+      store: {
+        incr (_key, callback) {
+          late = new Promise(resolve => setTimeout(() => { callback(null, { current: 1, ttl: 1000 }); resolve() }, 150))
+        }
+      }
+    }
+  })
+  t.teardown(() => server.close())
+  const reply = await post(server.endpoint, rpc(1))
+  t.same([reply.status, reply.body.error.message], [200, 'Service unavailable: a service the agent needs cannot be reached'])
+  await late
+  t.pass('the late count came, and nothing failed')
+})
+
+t.test('rateLimit.redis: ioredis\'s error when Redis is out of reach is Unavailable, not an internal error', async t => {
+  const url = await requireRedis(t)
+  if (url === undefined) return
+  const proxy = await faultProxy(url)
+  t.teardown(() => proxy.close())
+  proxy.mode = 'refuse'
+  // No retry: the command fails at once with MaxRetriesPerRequestError.
+  const redis = new Redis(proxy.url, { maxRetriesPerRequest: 0 })
+  redis.on('error', () => {})
+  t.teardown(() => redis.disconnect())
+  const server = await startServer({ rateLimit: { max: 1000, timeWindow: 1000, redis, storeTimeout: 0, keyGenerator: () => `test:down:${process.pid}` } })
+  t.teardown(() => server.close())
+  const reply = await within(5000, post(server.endpoint, rpc(1)))
+  t.same(reply !== 'late' && [reply.status, reply.body.error], [200, {
+    code: -32603,
+    message: 'Service unavailable: a service the agent needs cannot be reached',
+    data: [{ '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: '1s' }]
+  }])
 })

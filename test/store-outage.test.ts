@@ -15,9 +15,13 @@ t.test('the codes of a service out of reach are Unavailable with a RetryInfo; an
     Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' }),
     Object.assign(new Error('connection failure'), { code: '08006' }),
     Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' }),
+    Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY_RECOVERY' }),
     new Error('timeout exceeded when trying to connect'),
     new Error('Connection terminated unexpectedly'),
-    new Error('Connection terminated due to connection timeout')
+    new Error('Connection terminated due to connection timeout'),
+    // ioredis's, with Redis out of reach
+    new Error('Reached the max retries per request limit (which is 20). Refer to "maxRetriesPerRequest" option for details.'),
+    new Error('Connection is closed.')
   ]) {
     const error = toA2AError(cause)
     t.equal(error.row.jsonRpcCode, -32603, cause.message)
@@ -25,7 +29,8 @@ t.test('the codes of a service out of reach are Unavailable with a RetryInfo; an
     t.same(error.details, [{ '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: '1s' }])
     t.equal(error.cause, cause, 'the cause kept for the log')
   }
-  for (const cause of [Object.assign(new Error('syntax error'), { code: '42601' }), new TypeError('x is undefined'), Object.assign(new Error('x'), { code: 'E08000' })]) {
+  for (const cause of [Object.assign(new Error('syntax error'), { code: '42601' }), new TypeError('x is undefined'), Object.assign(new Error('x'), { code: 'E08000' }),
+    Object.assign(new Error('x'), { code: 'SQLITE_BUSYNESS' }), new Error('Connection is closed. Or is it?')]) {
     t.equal(toA2AError(cause).row.httpStatus, 500, `${cause.message}: internal`)
   }
 })

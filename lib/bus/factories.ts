@@ -15,9 +15,14 @@ export interface RedisClient extends RedisConnection {
   on (event: 'message', listener: (channel: string, message: string) => void): unknown
   on (event: 'error', listener: (error: Error) => void): unknown
   duplicate (override: { enableReadyCheck: boolean }): RedisClient
+  /** ioredis's connection state: `ready` once it answers commands. */
+  readonly status: string
   quit (): Promise<unknown>
   disconnect (): void
 }
+
+/** How long `close()` waits for a connection's QUIT by default, in ms. */
+const DEFAULT_REDIS_CLOSE_TIMEOUT = 1000
 
 export interface RedisBusOptions {
   /** A `redis://` URL; the bus opens its publisher and subscriber on it (with ioredis, which must be installed). Give this or `publisher`. */
@@ -31,12 +36,20 @@ export interface RedisBusOptions {
    * them. Without it ioredis prints each as an "Unhandled error event".
    */
   onError?: (error: Error) => void
+  /**
+   * How long `close()` waits for each connection it opened to quit (QUIT, after the replies
+   * pending), in ms; past it, or at once when the connection is not ready (Redis out of reach),
+   * the connection is dropped. Default 1,000.
+   */
+  closeTimeout?: number
 }
 
 export type ClosableRedisBus = RedisEventBus & { close (): Promise<void> }
 
 export function redisBus (options: RedisBusOptions): ClosableRedisBus {
   if ((options.url === undefined) === (options.publisher === undefined)) throw new InvalidOptionError('url', 'give exactly one of url and publisher')
+  const { closeTimeout = DEFAULT_REDIS_CLOSE_TIMEOUT } = options
+  if (!Number.isSafeInteger(closeTimeout) || closeTimeout < 0) throw new InvalidOptionError('closeTimeout', 'must be an integer >= 0')
   const publisher: RedisClient = options.publisher ??
     new (optionalRequire<{ Redis: typeof Redis }>('ioredis', 'redisBus').Redis)(options.url as string)
   // No INFO ready check on the subscriber: subscribing while it connects would race with it,
@@ -48,9 +61,25 @@ export function redisBus (options: RedisBusOptions): ClosableRedisBus {
   const bus = new RedisEventBus({ publisher, subscriber, channelPrefix: options.channelPrefix })
   return Object.assign(bus, {
     async close () {
-      await Promise.all(owned.map(connection => connection.quit().catch(() => connection.disconnect())))
+      await Promise.all(owned.map(connection => quit(connection, closeTimeout)))
     }
   })
+}
+
+/**
+ * Closes `connection` within `timeout` ms. ioredis's QUIT waits behind its offline queue, which
+ * a connection not ready (Redis refusing, or a proxy accepting then dropping connections) holds
+ * until its commands' retries run out, and a stalled Redis never answers it: such a connection is
+ * dropped at once, and one whose QUIT did not end in time is dropped then.
+ */
+async function quit (connection: RedisClient, timeout: number): Promise<void> {
+  if (connection.status === 'ready') {
+    let timer: NodeJS.Timeout | undefined
+    const late = new Promise<void>(resolve => { timer = setTimeout(resolve, timeout) })
+    await Promise.race([connection.quit(), late]).catch(() => {})
+    clearTimeout(timer)
+  }
+  connection.disconnect()
 }
 
 /** A LISTEN/NOTIFY bus on its own pool (from `connectionString`) or on a given one. */

@@ -126,17 +126,22 @@ export function invalidParams (violations: FieldViolation[]): A2AError {
 /**
  * Codes of a store (or another service) that cannot be reached for now: the socket's, and
  * PostgreSQL's connection exceptions (class 08), shutdowns (57P01–57P03) and too many
- * connections (53300); SQLite's busy database. Worth another attempt, unlike a fault.
+ * connections (53300); SQLite's busy database (and its extended codes, SQLITE_BUSY_*). Worth
+ * another attempt, unlike a fault.
  */
 const UNREACHABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN',
   '57P01', '57P02', '57P03', '53300', 'SQLITE_BUSY'])
 const UNREACHABLE_RETRY_MS = 1000
 
-/** pg's own errors that set no code: a connection lost or never made, a pool with none free in time. */
-const UNREACHABLE_MESSAGE = /^(Connection terminated unexpectedly|Connection terminated due to connection timeout|timeout exceeded when trying to connect)/
+/**
+ * pg's own errors that set no code: a connection lost or never made, a pool with none free in
+ * time; ioredis's: a command whose retries ran out while Redis was out of reach
+ * (MaxRetriesPerRequestError), or one on a connection lost or closed.
+ */
+const UNREACHABLE_MESSAGE = /^(Connection terminated unexpectedly|Connection terminated due to connection timeout|timeout exceeded when trying to connect|Reached the max retries per request limit|Connection is closed\.$)/
 
 function unreachable (code: unknown, message: unknown): boolean {
-  if (typeof code === 'string') return UNREACHABLE.has(code) || /^08[0-9A-Z]{3}$/.test(code)
+  if (typeof code === 'string') return UNREACHABLE.has(code) || /^(08[0-9A-Z]{3}|SQLITE_BUSY_[A-Z]+)$/.test(code)
   return typeof message === 'string' && UNREACHABLE_MESSAGE.test(message)
 }
 

@@ -16,6 +16,8 @@ export interface RateLimitStore {
 
 /** Callers the default in-memory store counts at once. */
 export const DEFAULT_CACHE_SIZE = 5000
+/** How long a call waits for its count in `rateLimit`'s store by default, in ms. */
+export const DEFAULT_STORE_TIMEOUT = 1000
 
 export interface RateLimitOptions {
   /** Calls allowed per caller per window. */
@@ -33,6 +35,11 @@ export interface RateLimitOptions {
   cacheSize?: number
   /** The caller's key. Default: the identity's subject, else the client IP. */
   keyGenerator?: (context: CallContext, request: FastifyRequest | undefined) => string
+  /**
+   * How long a call waits for the store's count, in ms; past it (Redis out of reach or
+   * stalled) the call is Unavailable, with a RetryInfo. 0 = no end. Default 1,000.
+   */
+  storeTimeout?: number
 }
 
 function callerKey (context: CallContext, request: FastifyRequest | undefined): string {
@@ -49,10 +56,14 @@ export interface WindowCounter {
   count (key: string): Promise<{ current: number, ttl: number }>
 }
 
-/** The counting of `rateLimit`, also used for the a2a.v1 WebSocket dialect's message limit. */
-export function windowCounter (options: Pick<RateLimitOptions, 'max' | 'timeWindow' | 'store' | 'redis' | 'cacheSize'>): WindowCounter {
+/**
+ * The counting of `rateLimit`, also used for the a2a.v1 WebSocket dialect's message limit. A
+ * count the store has not given within `storeTimeout` ms (none when absent or 0) fails with an
+ * ETIMEDOUT, a service out of reach (Unavailable); the store's answer is then ignored.
+ */
+export function windowCounter (options: Pick<RateLimitOptions, 'max' | 'timeWindow' | 'store' | 'redis' | 'cacheSize' | 'storeTimeout'>): WindowCounter {
   const timeWindow = options.timeWindow ?? 60_000
-  const { max } = options
+  const { max, storeTimeout = 0 } = options
   const store: RateLimitStore = options.store ??
     (options.redis !== undefined
       ? new RedisStore(false, false, options.redis, 'fastify-a2a-rate-limit-')
@@ -61,7 +72,12 @@ export function windowCounter (options: Pick<RateLimitOptions, 'max' | 'timeWind
     max,
     timeWindow,
     count: (key) => new Promise((resolve, reject) => {
+      let timer: NodeJS.Timeout | undefined
+      let settled = false
       store.incr(key, (error, result) => {
+        if (settled) return
+        settled = true
+        clearTimeout(timer)
         if (error !== null || result === undefined) {
           reject(error ?? new Error('the rate-limit store gave no count'))
           return
@@ -70,6 +86,13 @@ export function windowCounter (options: Pick<RateLimitOptions, 'max' | 'timeWind
         // one TCP read) would all read the last count. Each call keeps its own.
         resolve({ current: result.current, ttl: result.ttl })
       }, timeWindow, max)
+      // The in-memory store counts synchronously: no timer for it.
+      if (!settled && storeTimeout > 0) {
+        timer = setTimeout(() => {
+          settled = true
+          reject(Object.assign(new Error(`the rate-limit store gave no count within ${storeTimeout} ms`), { code: 'ETIMEDOUT' }))
+        }, storeTimeout)
+      }
     })
   }
 }
@@ -80,7 +103,7 @@ export interface RateLimit extends A2AInterceptor {
 }
 
 export function rateLimit (options: RateLimitOptions): RateLimit {
-  const counter = windowCounter(options)
+  const counter = windowCounter({ ...options, storeTimeout: options.storeTimeout ?? DEFAULT_STORE_TIMEOUT })
   const keyOf = options.keyGenerator ?? callerKey
 
   const spend = async (key: string) => {

@@ -1,11 +1,15 @@
 // SQLite stores (better-sqlite3, WAL mode) for one process, or a few sharing a file.
 // better-sqlite3 is synchronous, so each change runs whole, in one transaction, before
 // the next begins: no lost update. Chunks of an artifact are rows; appending one is an
-// INSERT, never a rewrite of the task.
+// INSERT, never a rewrite of the task. A lock another connection holds is waited for on
+// timers, not in SQLite's busy handler, which would block the event loop (every call of the
+// process) for the whole wait.
+import { setTimeout as sleep } from 'node:timers/promises'
 import type Database from 'better-sqlite3'
 import type { Artifact, Message, Task, TaskPushNotificationConfig, TaskState, TaskStatus } from '../schema/wire.js'
 import { TaskTerminalError } from '../errors/index.js'
 import { decodeCursor, decodeIdCursor, encodeCursor, encodeIdCursor } from './memory.js'
+import { InvalidOptionError } from '../options.js'
 import { optionalRequire } from '../optional-require.js'
 import { expiry, joinArtifact, joinTask, NOT_TERMINAL, splitArtifact, statusTime, UNFINISHED_STATES, type ArtifactFields, type Chunk } from './rows.js'
 import type {
@@ -17,7 +21,11 @@ export interface SqliteStoreOptions {
   path: string
   /** How long a terminal task is kept, in ms. Default: forever. */
   ttl?: number
-  /** How long a write waits for another connection's lock, in ms. Default 5,000. */
+  /**
+   * How long a call waits for another connection's lock, in ms, retrying on timers (the event
+   * loop runs meanwhile); past it the call fails with `SQLITE_BUSY`. Opening waits as long,
+   * synchronously. Default 5,000; 0 = no wait.
+   */
   busyTimeout?: number
   /** Clock, for tests. */
   now?: () => number
@@ -100,19 +108,66 @@ export function migrateSqlite (db: Database.Database): void {
   }).immediate()
 }
 
+const DEFAULT_BUSY_TIMEOUT = 5000
+/** The first and the longest pause between two attempts on a busy database, in ms. */
+const FIRST_RETRY_MS = 2
+const LONGEST_RETRY_MS = 100
+
 /** Opens (creating and migrating when needed) the database at `options.path`. Needs better-sqlite3 installed. */
 export function openSqliteStores (options: SqliteStoreOptions): SqliteStores {
+  const { busyTimeout = DEFAULT_BUSY_TIMEOUT } = options
+  if (!Number.isSafeInteger(busyTimeout) || busyTimeout < 0) throw new InvalidOptionError('busyTimeout', 'must be an integer >= 0')
   const Sqlite = optionalRequire<typeof Database>('better-sqlite3', 'openSqliteStores')
   const db = new Sqlite(options.path)
+  // Opening is synchronous: it waits in SQLite's busy handler. The calls then never do, and
+  // wait on timers instead (retrying).
+  db.pragma(`busy_timeout = ${busyTimeout}`)
   db.pragma('journal_mode = WAL')
   db.pragma('foreign_keys = ON')
-  db.pragma(`busy_timeout = ${options.busyTimeout ?? 5000}`)
   migrateSqlite(db)
+  db.pragma('busy_timeout = 0')
   return {
     taskStore: new SqliteTaskStore(db, options),
-    pushConfigStore: new SqlitePushConfigStore(db),
+    pushConfigStore: new SqlitePushConfigStore(db, options),
     close: () => db.close()
   }
+}
+
+/** A lock another connection holds (`SQLITE_BUSY`, or one of its extended codes). */
+function isBusy (error: unknown): boolean {
+  const code = (error as { code?: unknown }).code
+  return typeof code === 'string' && /^SQLITE_BUSY(_|$)/.test(code)
+}
+
+/**
+ * `run()`'s result; while it fails on a busy database, `run` again (a whole transaction: the
+ * failed attempt was rolled back) after a pause, doubling up to LONGEST_RETRY_MS, for
+ * `budget` ms in all, then its SQLITE_BUSY. Synchronous when the database is not busy.
+ */
+function retrying<T> (run: () => T, budget: number): T | Promise<T> {
+  try {
+    return run()
+  } catch (error) {
+    if (!isBusy(error) || budget === 0) throw error
+    return retryLater(run, budget)
+  }
+}
+
+async function retryLater<T> (run: () => T, budget: number): Promise<T> {
+  const deadline = Date.now() + budget
+  let pause = FIRST_RETRY_MS
+  let busy: unknown
+  do {
+    await sleep(Math.max(0, Math.min(pause, deadline - Date.now())))
+    try {
+      return run()
+    } catch (error) {
+      if (!isBusy(error)) throw error
+      busy = error
+    }
+    pause = Math.min(pause * 2, LONGEST_RETRY_MS)
+  } while (Date.now() < deadline)
+  throw busy
 }
 
 interface TaskRow {
@@ -142,14 +197,17 @@ export class SqliteTaskStore implements TaskStore {
   readonly #db: Database.Database
   readonly #ttl: number | undefined
   readonly #now: () => number
+  readonly #busyTimeout: number
   readonly #statements
   /** ListTasks statements, by SQL text: one per combination of filters. */
   readonly #listStatements = new Map<string, Database.Statement>()
 
-  constructor (db: Database.Database, options: Pick<SqliteStoreOptions, 'ttl' | 'now'> = {}) {
+  /** `busyTimeout` applies to a `db` whose own busy_timeout is 0, as `openSqliteStores` leaves it. */
+  constructor (db: Database.Database, options: Pick<SqliteStoreOptions, 'ttl' | 'now' | 'busyTimeout'> = {}) {
     this.#db = db
     this.#ttl = options.ttl
     this.#now = options.now ?? Date.now
+    this.#busyTimeout = options.busyTimeout ?? DEFAULT_BUSY_TIMEOUT
     this.#statements = {
       insertTask: db.prepare(`INSERT INTO a2a_tasks (tenant, id, context_id, state, status, status_ts, metadata, expires_at)
         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`),
@@ -182,23 +240,29 @@ export class SqliteTaskStore implements TaskStore {
   }
 
   async create (task: Task, scope: Scope): Promise<number> {
-    const now = this.#now()
-    this.#db.transaction(() => {
-      if (this.#ttl !== undefined) this.#sweep(now)
-      this.#statements.insertTask.run(scope.tenant, task.id, task.contextId ?? null, task.status.state, json(task.status),
-        statusTime(task.status, now), task.metadata === undefined ? null : json(task.metadata), expiry(task.status, now, this.#ttl))
-      for (const message of task.history ?? []) this.#addMessage(task.id, message, scope)
-      for (const artifact of task.artifacts ?? []) this.#writeArtifact(task.id, artifact, false, scope)
-    }).immediate()
-    return 1
+    return this.#retrying(() => {
+      const now = this.#now()
+      this.#db.transaction(() => {
+        if (this.#ttl !== undefined) this.#sweep(now)
+        this.#statements.insertTask.run(scope.tenant, task.id, task.contextId ?? null, task.status.state, json(task.status),
+          statusTime(task.status, now), task.metadata === undefined ? null : json(task.metadata), expiry(task.status, now, this.#ttl))
+        for (const message of task.history ?? []) this.#addMessage(task.id, message, scope)
+        for (const artifact of task.artifacts ?? []) this.#writeArtifact(task.id, artifact, false, scope)
+      }).immediate()
+      return 1
+    })
   }
 
   async get (id: string, scope: Scope, view?: TaskView): Promise<Task | undefined> {
-    return this.#read(id, scope, view)?.task
+    return this.#retrying(() => this.#read(id, scope, view)?.task)
   }
 
   async getVersioned (id: string, scope: Scope): Promise<VersionedTask | undefined> {
-    return this.#read(id, scope)
+    return this.#retrying(() => this.#read(id, scope))
+  }
+
+  #retrying<T> (run: () => T): T | Promise<T> {
+    return retrying(run, this.#busyTimeout)
   }
 
   /** The task with what `view` shows, and its version, read in one transaction. */
@@ -210,7 +274,7 @@ export class SqliteTaskStore implements TaskStore {
   }
 
   async update (id: string, change: TaskChange, scope: Scope): Promise<number | undefined> {
-    return this.#db.transaction(() => {
+    return this.#retrying(() => this.#db.transaction(() => {
       const version = this.#statements.nextVersion.get(scope.tenant, id) as number | undefined
       if (version === undefined) {
         // Nothing written: no such task, or one that ended (nothing leaves a terminal state).
@@ -230,7 +294,7 @@ export class SqliteTaskStore implements TaskStore {
           break
       }
       return version
-    }).immediate()
+    }).immediate())
   }
 
   async list (query: ListTasksQuery, scope: Scope): Promise<ListTasksPage> {
@@ -247,7 +311,7 @@ export class SqliteTaskStore implements TaskStore {
       cursor = ' AND (status_ts < ? OR (status_ts = ? AND id < ?))'
       cursorValues.push(statusTs, statusTs, lastId)
     }
-    return this.#db.transaction(() => {
+    return this.#retrying(() => this.#db.transaction(() => {
       const totalSize = this.#prepared(`SELECT COUNT(*) FROM a2a_tasks WHERE ${where}`).pluck().get(...values) as number
       // One row more than the page tells whether another page follows.
       const rows = this.#prepared(`SELECT tenant, id, context_id, status, status_ts, metadata FROM a2a_tasks
@@ -259,12 +323,12 @@ export class SqliteTaskStore implements TaskStore {
         totalSize,
         nextPageToken: rows.length > query.pageSize && last !== undefined ? encodeCursor(last.status_ts, last.id) : ''
       }
-    })()
+    })())
   }
 
   async listUnfinished (): Promise<UnfinishedTask[]> {
-    const rows = this.#statements.unfinished.all(...UNFINISHED_STATES) as Array<{ tenant: string, id: string, context_id: string | null }>
-    return rows.map(row => ({ taskId: row.id, contextId: row.context_id ?? '', scope: { tenant: row.tenant } }))
+    return this.#retrying(() => (this.#statements.unfinished.all(...UNFINISHED_STATES) as Array<{ tenant: string, id: string, context_id: string | null }>)
+      .map(row => ({ taskId: row.id, contextId: row.context_id ?? '', scope: { tenant: row.tenant } })))
   }
 
   #prepared (sql: string): Database.Statement {
@@ -329,9 +393,12 @@ export class SqliteTaskStore implements TaskStore {
 
 export class SqlitePushConfigStore implements PushConfigStore {
   readonly isolatesTenants = true
+  readonly #busyTimeout: number
   readonly #statements
 
-  constructor (db: Database.Database) {
+  /** `busyTimeout` as SqliteTaskStore's. */
+  constructor (db: Database.Database, options: Pick<SqliteStoreOptions, 'busyTimeout'> = {}) {
+    this.#busyTimeout = options.busyTimeout ?? DEFAULT_BUSY_TIMEOUT
     this.#statements = {
       set: db.prepare(`INSERT INTO a2a_push_configs (tenant, task_id, id, config) VALUES (?, ?, ?, ?)
         ON CONFLICT (tenant, task_id, id) DO UPDATE SET config = excluded.config`),
@@ -345,28 +412,32 @@ export class SqlitePushConfigStore implements PushConfigStore {
   }
 
   async set (config: StoredPushConfig, scope: Scope): Promise<void> {
-    this.#statements.set.run(scope.tenant, config.taskId, config.id, json(config))
+    return retrying(() => { this.#statements.set.run(scope.tenant, config.taskId, config.id, json(config)) }, this.#busyTimeout)
   }
 
   async get (taskId: string, id: string, scope: Scope): Promise<TaskPushNotificationConfig | undefined> {
-    const config = this.#statements.get.get(scope.tenant, taskId, id) as string | undefined
-    return config === undefined ? undefined : JSON.parse(config)
+    return retrying(() => {
+      const config = this.#statements.get.get(scope.tenant, taskId, id) as string | undefined
+      return config === undefined ? undefined : JSON.parse(config)
+    }, this.#busyTimeout)
   }
 
   /** In the order of their ids, from the first id after the token's (`encodeIdCursor`). */
   async list (taskId: string, page: { pageSize: number, pageToken?: string }, scope: Scope): Promise<PushConfigPage> {
-    const rows = (page.pageToken === undefined || page.pageToken === ''
-      ? this.#statements.listFirst.all(scope.tenant, taskId, page.pageSize + 1)
-      : this.#statements.listAfter.all(scope.tenant, taskId, decodeIdCursor(page.pageToken), page.pageSize + 1)) as Array<{ id: string, config: string }>
-    const shown = rows.slice(0, page.pageSize)
-    const last = shown[shown.length - 1]
-    return {
-      configs: shown.map(row => JSON.parse(row.config)),
-      nextPageToken: rows.length > page.pageSize && last !== undefined ? encodeIdCursor(last.id) : ''
-    }
+    return retrying(() => {
+      const rows = (page.pageToken === undefined || page.pageToken === ''
+        ? this.#statements.listFirst.all(scope.tenant, taskId, page.pageSize + 1)
+        : this.#statements.listAfter.all(scope.tenant, taskId, decodeIdCursor(page.pageToken), page.pageSize + 1)) as Array<{ id: string, config: string }>
+      const shown = rows.slice(0, page.pageSize)
+      const last = shown[shown.length - 1]
+      return {
+        configs: shown.map(row => JSON.parse(row.config)),
+        nextPageToken: rows.length > page.pageSize && last !== undefined ? encodeIdCursor(last.id) : ''
+      }
+    }, this.#busyTimeout)
   }
 
   async delete (taskId: string, id: string, scope: Scope): Promise<void> {
-    this.#statements.delete.run(scope.tenant, taskId, id)
+    return retrying(() => { this.#statements.delete.run(scope.tenant, taskId, id) }, this.#busyTimeout)
   }
 }
