@@ -163,6 +163,35 @@ t.test('an invalid direct reply (no task yet): the call fails -32006, no task is
   t.equal((await result(server.endpoint, 'ListTasks', {})).totalSize, 0)
 })
 
+t.test('a service out of reach before any task (the store\'s first write, or the agent\'s own): Unavailable, no task, and the same message can be sent again', async t => {
+  const outage = () => Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' })
+  let blips = 1
+  class BlippingStore extends MemoryTaskStore {
+    override async create (...args: Parameters<MemoryTaskStore['create']>) {
+      if (blips-- > 0) throw outage()
+      return await super.create(...args)
+    }
+  }
+  const server = await serve(t, {
+    async execute (context, events) {
+      if (context.message.parts[0]?.text === 'own outage') throw outage()
+      await events.working()
+      await events.completed()
+    }
+  }, { taskStore: new BlippingStore() })
+  const unavailable = {
+    code: -32603,
+    message: 'Service unavailable: a service the agent needs cannot be reached',
+    data: [{ '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: '1s' }]
+  }
+  const message = userMessage('x')
+  t.same((await call(server.endpoint, 'SendMessage', { message })).error, unavailable, 'the store\'s first write failed')
+  t.equal((await result(server.endpoint, 'ListTasks', {})).totalSize, 0, 'no task was made FAILED')
+  t.equal((await result(server.endpoint, 'SendMessage', { message })).task.status.state, 'TASK_STATE_COMPLETED', 'the same message, sent again')
+  t.same((await call(server.endpoint, 'SendMessage', { message: userMessage('own outage') })).error, unavailable, 'the agent\'s own service out of reach')
+  t.equal((await result(server.endpoint, 'ListTasks', {})).totalSize, 1)
+})
+
 t.test('executorTimeout before any task: the task is made FAILED, and what the executor emits later is ignored', async t => {
   let late: ExecutionEvents | undefined
   let release!: () => void

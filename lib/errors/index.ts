@@ -140,6 +140,12 @@ const UNREACHABLE_RETRY_MS = 1000
  */
 const UNREACHABLE_MESSAGE = /^(Connection terminated unexpectedly|Connection terminated due to connection timeout|timeout exceeded when trying to connect|Reached the max retries per request limit|Connection is closed\.$)/
 
+/** Is `error` a service out of reach for now (toA2AError makes it Unavailable)? */
+export function isUnreachable (error: unknown): boolean {
+  const { code, message } = (error ?? {}) as { code?: unknown, message?: unknown }
+  return !isA2AError(error) && unreachable(code, message)
+}
+
 function unreachable (code: unknown, message: unknown): boolean {
   if (typeof code === 'string') return UNREACHABLE.has(code) || /^(08[0-9A-Z]{3}|SQLITE_BUSY_[A-Z]+)$/.test(code)
   return typeof message === 'string' && UNREACHABLE_MESSAGE.test(message)

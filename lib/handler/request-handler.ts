@@ -4,7 +4,7 @@ import { newId } from '../ids.js'
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import {
   type A2AError, ContentTypeNotSupportedError, ExtendedAgentCardNotConfiguredError, InvalidAgentResponseError, isA2AError, PushNotificationNotSupportedError,
-  TaskNotCancelableError, TaskNotFoundError, TaskTerminalError, UnavailableError, UnsupportedOperationError, invalidParams, shuttingDown
+  TaskNotCancelableError, TaskNotFoundError, TaskTerminalError, UnavailableError, UnsupportedOperationError, invalidParams, isUnreachable, shuttingDown, toA2AError
 } from '../errors/index.js'
 import type { BusListener, EventBus } from '../bus/types.js'
 import { ORPHAN_MESSAGE, type OrphanPolicy, type TaskKey } from '../cluster/types.js'
@@ -1105,8 +1105,11 @@ export class RequestHandler {
     // A later message's execution runs the task on another instance: it ends it, as one here would (#settled).
     if (run.state !== undefined && (yield * this.#runsElsewhere(run))) return
     if (run.state === undefined) {
-      // Before any task exists, an A2A error the executor throws is the call's answer.
+      // Before any task exists, an A2A error the executor throws is the call's answer; so is a
+      // service out of reach (its first event's store write failed, say): Unavailable, worth
+      // another attempt, rather than a task FAILED for good.
       if (isA2AError(failure)) throw failure
+      if (isUnreachable(failure)) throw toA2AError(failure)
       // Stopped by shutdown before it made a task: the call is refused as new ones are, and no task is made.
       if (execution.controller.aborted && !execution.timedOut) throw shuttingDown()
       // Past executorTimeout the task is made FAILED, as it would be had the executor made one.
