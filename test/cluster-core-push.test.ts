@@ -10,8 +10,8 @@ import { startReceiver } from './helpers/webhook.js'
 
 const cluster = await testCluster(t)
 if (cluster !== undefined) {
-  // The first delivery to /in-flight is held unanswered: its instance dies with it in flight.
-  const receiver = await startReceiver((path, n) => path === '/in-flight' && n === 1 ? new Promise<number>(() => {}) : 200)
+  // The first delivery to /in-flight (and to /stopped) is held unanswered: its instance dies (stops) with it in flight.
+  const receiver = await startReceiver((path, n) => (path === '/in-flight' || path === '/stopped') && n === 1 ? new Promise<number>(() => {}) : 200)
   t.teardown(() => receiver.close())
   const reports = new Map<string, PushDeliveryReport[]>()
   /** An instance whose delivery reports are kept under `name`; one attempt each, so a dead one does not retry. */
@@ -60,6 +60,25 @@ if (cluster !== undefined) {
     checkTakenOver(t, receiver.bodies('/in-flight'), task.id)
     await reported(3, task.id, 'a', 'b')
     t.same(reportsOf(task.id, 'a', 'b'), [['task', 'delivered'], ['statusUpdate', 'delivered'], ['statusUpdate', 'delivered']])
+    await eventually(async () => (await outbox()).length === 0)
+    t.pass('the outbox is empty')
+  })
+
+  t.test('a graceful stop leaves its pending deliveries to the others: it reports none of them dropped, the taker delivers and reports each once', async t => {
+    const stopping = await start('stopping')
+    const { task } = await result(stopping.endpoint, 'SendMessage', {
+      message: userMessage('stream 1'),
+      configuration: { taskPushNotificationConfig: { url: `${receiver.origin}/stopped` } }
+    })
+    // The task snapshot is in flight (held), the task's three other events recorded behind it.
+    await eventually(async () => receiver.bodies('/stopped').length === 1 && (await outbox()).length === 4)
+    await stopping.close()
+    t.same(reportsOf(task.id, 'stopping'), [], 'no report from the instance that stopped')
+    t.same((stopping.fastify.a2a.push as PushSender).stats, { delivered: 0, failed: 0, refused: 0, dropped: 0 }, 'nothing counted dropped')
+    await reported(4, task.id, 'a', 'b')
+    const events = ['statusUpdate', 'artifactUpdate', 'statusUpdate']
+    t.same(receiver.bodies('/stopped').map(body => Object.keys(body)[0]), ['task', 'task', ...events], 'the delivery in flight, sent again by the taker, then the rest')
+    t.same(reportsOf(task.id, 'a', 'b'), ['task', ...events].map(event => [event, 'delivered']), 'each event reported once, by the taker')
     await eventually(async () => (await outbox()).length === 0)
     t.pass('the outbox is empty')
   })

@@ -171,6 +171,24 @@ t.test('deleting a config stops the deliveries already queued for it', async t =
   t.same(reports.map(r => r.outcome), ['delivered'], 'the queued events were discarded, not attempted')
 })
 
+for (const how of ['by DeleteTaskPushNotificationConfig', 'in the store, behind the sender (as on another instance)']) {
+  t.test(`a config deleted ${how} while its event is retried: that event is reported failed, config deleted; the queued ones are not`, async t => {
+    // The backoff (300 to 600 ms) leaves the deletion ample time to come between two attempts.
+    const { receiver, url, sender, reports, server } = await setup(t, () => 503, { retryDelay: 600 })
+    const task = (await result(url, 'SendMessage', { message: userMessage('input') })).task
+    await result(url, 'CreateTaskPushNotificationConfig', { taskId: task.id, id: 'c', url: `${receiver.origin}/c` })
+    await result(url, 'SendMessage', { message: userMessage('the answer', { taskId: task.id }) })
+    await eventually(() => reports.length === 0 && receiver.received.length === 1)
+    if (how.startsWith('by')) await result(url, 'DeleteTaskPushNotificationConfig', { taskId: task.id, id: 'c' })
+    else await server.fastify.a2a.pushConfigStore.delete(task.id, 'c', { tenant: '' })
+    await sender.idle()
+    t.equal(receiver.received.length, 1, 'no attempt after the deletion')
+    t.same(reports, [{ outcome: 'failed', taskId: task.id, configId: 'c', tenant: '', event: 'artifactUpdate', attempts: 1, status: 503, reason: 'config deleted' }],
+      'the event attempted is given up, once; the final status, not attempted, goes without a report')
+    t.same(sender.stats, { delivered: 0, failed: 1, refused: 0, dropped: 0 })
+  })
+}
+
 t.test('a config deleted and created again under its id gets none of what was queued for the deleted one', async t => {
   let release!: () => void
   const held = new Promise<number>(resolve => { release = () => resolve(200) })
@@ -526,6 +544,66 @@ t.test('the event stream never waits for a webhook', async t => {
   t.equal(receiver.received.length, 5)
 })
 
+/** A sender of the test's own for `receiver`: every task has one config, `hook`, posting to `path`. */
+function senderFor (t: Test, receiver: { origin: string }, path: (taskId: string) => string) {
+  const reports: PushDeliveryReport[] = []
+  const config = (taskId: string) => ({ id: 'hook', taskId, url: `${receiver.origin}${path(taskId)}` })
+  const store: PushConfigStore = {
+    set: async () => {},
+    get: async (taskId) => config(taskId),
+    list: async (taskId) => ({ configs: [config(taskId)], nextPageToken: '' }),
+    delete: async () => {}
+  }
+  const sender = new PushSender(store, { ...PUSH_DEFAULTS, allow: ['127.0.0.1'], onDelivery: report => reports.push(report) }, { error () {}, warn () {} })
+  t.teardown(() => sender.close())
+  const notify = (taskId: string) => sender.notify({ message: { messageId: taskId, role: 'ROLE_AGENT', parts: [{ text: taskId }] } }, { taskId, contextId: 'c', scope: { tenant: '' } })
+  return { sender, reports, notify }
+}
+
+t.test('idle() under steady traffic resolves once what was notified before it has settled, not once nothing is pending', async t => {
+  // Each delivery takes 50 ms and a new task's event comes every 5 ms: some are always in flight.
+  const receiver = await startReceiver(() => sleep(50).then(() => 200))
+  t.teardown(() => receiver.close())
+  const { sender, reports, notify } = senderFor(t, receiver, () => '/steady')
+  let notified = 0
+  const traffic = setInterval(() => notify(`T${notified++}`), 5)
+  t.teardown(() => clearInterval(traffic))
+  await eventually(() => reports.length >= 10)
+  const before = notified
+  const outcome = await Promise.race([sender.idle().then(() => 'idle'), sleep(5_000, 'stuck')])
+  const settled = new Set(reports.map(report => report.taskId))
+  clearInterval(traffic)
+  t.equal(outcome, 'idle', 'it resolved while the traffic went on')
+  t.ok(Array.from({ length: before }, (_, n) => `T${n}`).every(taskId => settled.has(taskId)), `each of the ${before} events notified before the call was reported by then`)
+  await sender.idle()
+  t.equal(reports.length, notified, 'every event delivered once the traffic stopped')
+  t.ok(reports.every(report => report.outcome === 'delivered'))
+})
+
+t.test('idle() waits for what was notified before it, an earlier idle() call\'s share included, however the deliveries end', async t => {
+  const held = new Map<string, () => void>()
+  const receiver = await startReceiver(path => new Promise<number>(resolve => held.set(path, () => resolve(200))))
+  t.teardown(() => receiver.close())
+  const { sender, reports, notify } = senderFor(t, receiver, taskId => `/${taskId}`)
+  const resolved: string[] = []
+  notify('A')
+  void sender.idle().then(() => resolved.push('first'))
+  void sender.idle().then(() => resolved.push('again')) // nothing notified in between
+  notify('B')
+  void sender.idle().then(() => resolved.push('second'))
+  await eventually(() => held.size === 2)
+  held.get('/B')?.()
+  await eventually(() => reports.length === 1)
+  await sleep(50)
+  t.same(resolved, [], 'B delivered: the second call still waits for A, notified before it too')
+  t.equal(sender.pending, 1)
+  held.get('/A')?.()
+  await eventually(() => resolved.length === 3)
+  t.same(resolved, ['first', 'again', 'second'])
+  t.equal(sender.pending, 0)
+  t.same(reports.map(report => [report.taskId, report.outcome]), [['B', 'delivered'], ['A', 'delivered']])
+})
+
 t.test('a dozen deliveries in flight at once print no MaxListenersExceededWarning', async t => {
   const warnings = processWarnings(t)
   let release!: () => void
@@ -594,6 +672,40 @@ t.test('closing the server drops what is still queued after taskGrace', async t 
     ['task', 'dropped', 'closing', 2], ['statusUpdate', 'dropped', 'closing', 0], ['artifactUpdate', 'dropped', 'closing', 0], ['statusUpdate', 'dropped', 'closing', 0]
   ], 'at the end of the grace the attempt in flight and the queued events were dropped')
 })
+
+for (const outboxed of [false, true]) {
+  t.test(`closing while an event's configs are being read: its delivery is ${outboxed ? 'left in the outbox, unreported' : 'dropped, closing'}`, async t => {
+    let listed!: () => void
+    const listing = new Promise<void>(resolve => { listed = resolve })
+    const reports: PushDeliveryReport[] = []
+    const finished: string[] = []
+    const store: PushConfigStore = {
+      set: async () => {},
+      get: async () => undefined,
+      list: async (taskId) => {
+        await listing
+        return { configs: [{ id: 'hook', taskId, url: 'http://127.0.0.1:9/' }], nextPageToken: '' }
+      },
+      delete: async () => {}
+    }
+    const outbox: PushOutbox = {
+      record: async (ref) => [`${ref.taskId}-hook`],
+      behind: async () => [],
+      owns: async () => true,
+      finish: async (id) => { finished.push(id) }
+    }
+    const sender = new PushSender(store, { ...PUSH_DEFAULTS, onDelivery: report => reports.push(report) }, { error () {}, warn () {} }, outboxed ? outbox : undefined)
+    sender.notify({ message: { messageId: 'm', role: 'ROLE_AGENT', parts: [{ text: 'm' }] } }, { taskId: 'T', contextId: 'c', scope: { tenant: '' } })
+    sender.close()
+    listed()
+    await sender.idle()
+    t.same(reports, outboxed
+      ? []
+      : [{ outcome: 'dropped', taskId: 'T', configId: 'hook', tenant: '', event: 'message', attempts: 0, reason: 'closing' }])
+    t.same(finished, [], outboxed ? 'its record stays, for another instance to deliver and report' : 'no outbox')
+    t.equal(sender.stats.dropped, outboxed ? 0 : 1)
+  })
+}
 
 t.test('shutdown: the push deliveries of a task\'s last events get taskGrace, so its final status reaches the webhook', async t => {
   const receiver = await startReceiver(() => sleep(150).then(() => 200))

@@ -42,7 +42,11 @@ export interface PushOptions {
   maxQueued?: number
   /** Push configs one task may have; creating one more is refused (InvalidParams), replacing one by its id is not. Default 10. */
   maxConfigsPerTask?: number
-  /** Called once per event and config with the outcome (not for a config deleted before its turn): the metrics hook. */
+  /**
+   * Called once per event and config with the outcome: the metrics hook. Not for a config deleted
+   * before the event's first attempt, nor, with an outbox, for a delivery this instance leaves to
+   * another (it closed, or was taken over): that one reports it.
+   */
   onDelivery?: (report: PushDeliveryReport) => void
   /** Host name resolver, for the SSRF checks and the connection. Default: the system resolver. */
   resolve?: Resolver
@@ -69,9 +73,10 @@ export interface PushOutbox {
 
 export interface PushDeliveryReport {
   /**
-   * `delivered`: a 2xx answer. `failed`: attempts used up, or an answer that is not retried
-   * (a 3xx, or a 4xx other than 408 and 429). `refused`: the SSRF guard refused the address.
-   * `dropped`: the queue was full, or the server closed first.
+   * `delivered`: a 2xx answer. `failed`: attempts used up, an answer that is not retried
+   * (a 3xx, or a 4xx other than 408 and 429), or the config deleted after an attempt
+   * (`config deleted`). `refused`: the SSRF guard refused the address. `dropped`: the queue was
+   * full, or the server closed first (without an outbox: with one, the delivery is left to another instance).
    */
   outcome: PushOutcome
   taskId: string
@@ -82,7 +87,7 @@ export interface PushDeliveryReport {
   attempts: number
   /** The HTTP status of the last attempt, when one answered. */
   status?: number
-  /** Why the last attempt did not succeed. Never holds the URL, a token or credentials. */
+  /** Why the delivery did not succeed: mostly the last attempt's failure. Never holds the URL, a token or credentials. */
   reason?: string
 }
 
@@ -114,6 +119,33 @@ const PAGE_SIZE = 100
 /** RFC 9110 token: what an auth scheme may be. */
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
 
+/**
+ * The lookups and deliveries begun between two `idle()` calls. An `idle()` call that finds work
+ * pending closes the current epoch and waits until it and the epochs before it have none: the
+ * work begun after the call does not hold it back.
+ */
+interface Epoch {
+  /** Its lookups and deliveries not finished; a delivery counts in the epoch of the lookup that made it. */
+  pending: number
+  /** Once closed: settles when this epoch and every earlier one have nothing pending. */
+  idle?: Promise<void>
+  resolve?: () => void
+}
+
+/** One event's lookup of its task's configs. */
+interface Lookup {
+  event: StreamResponse
+  ref: TaskRef
+  /** The task's version after the event. */
+  version: number | undefined
+  /** A catch-up: only the configs whose recorded deliveries are behind `version`. */
+  onlyBehind: boolean
+  topic: string
+  epoch: Epoch
+  /** This lookup's promise: the task's chain ends on it while no later lookup follows. */
+  tail?: Promise<void>
+}
+
 interface Delivery {
   event: StreamResponse
   body: string
@@ -125,6 +157,7 @@ interface Delivery {
   kept?: boolean
   /** Its config was deleted: no attempt more, even should a config of the same id be created. */
   deleted?: boolean
+  epoch: Epoch
 }
 
 /**
@@ -175,11 +208,12 @@ export class PushSender {
   /** Per config: its FIFO of deliveries; present while it has any. */
   readonly #queues = new Map<string, DeliveryQueue>()
   readonly #closing = new AbortController()
-  /** Lookups plus deliveries not finished: `idle()` waits for zero. */
-  #busy = 0
+  /** Where lookups and deliveries begun now count. */
+  #epoch: Epoch = { pending: 0 }
+  /** Epochs closed by `idle()` with work pending, oldest first; an epoch goes once it and every earlier one have none. */
+  readonly #closedEpochs: Array<Required<Epoch>> = []
   /** Deliveries waiting or in flight: bounded by `maxQueued`. */
   #queued = 0
-  #idleWaiters: Array<() => void> = []
   readonly stats: Record<PushOutcome, number> = { delivered: 0, failed: 0, refused: 0, dropped: 0 }
 
   constructor (store: PushConfigStore, options: NormalizedPushOptions, logger: Logger, outbox?: PushOutbox) {
@@ -244,10 +278,10 @@ export class PushSender {
     if (none && this.#lookups.size === 0) return
     const topic = topicOf(ref.scope.tenant, ref.taskId)
     if (none && !this.#lookups.has(topic)) return
-    this.#busy++
-    const link: { tail?: Promise<void> } = {}
-    link.tail = this.#lookUp(this.#lookups.get(topic), event, ref, version, onlyBehind, topic, link)
-    this.#lookups.set(topic, link.tail)
+    const lookup: Lookup = { event, ref, version, onlyBehind, topic, epoch: this.#epoch }
+    lookup.epoch.pending++
+    lookup.tail = this.#lookUp(this.#lookups.get(topic), lookup)
+    this.#lookups.set(topic, lookup.tail)
   }
 
   /**
@@ -255,14 +289,14 @@ export class PushSender {
    * event than a then/catch/finally chain. A store error is retried as a delivery's is, from the
    * page it failed on; past `maxAttempts` the event is reported failed with no config id.
    */
-  async #lookUp (previous: Promise<void> | undefined, event: StreamResponse, ref: TaskRef, version: number | undefined, onlyBehind: boolean,
-    topic: string, link: { tail?: Promise<void> }): Promise<void> {
+  async #lookUp (previous: Promise<void> | undefined, lookup: Lookup): Promise<void> {
+    const { event, ref } = lookup
     try {
       await previous
       const cursor: FanOutCursor = {}
       for (let attempts = 1; ; attempts++) {
         try {
-          await this.#fanOut(event, ref, version, onlyBehind, cursor)
+          await this.#fanOut(lookup, cursor)
           break
         } catch (error) {
           const signal = this.#closing.signal
@@ -276,30 +310,39 @@ export class PushSender {
         }
       }
     } finally {
-      if (this.#lookups.get(topic) === link.tail) this.#lookups.delete(topic)
-      this.#settle()
+      if (this.#lookups.get(lookup.topic) === lookup.tail) this.#lookups.delete(lookup.topic)
+      this.#settle(lookup.epoch)
     }
   }
 
   /** Queues deliveries taken over from an instance that died, in their recorded order. */
   resume (deliveries: OutboxDelivery[]): void {
     for (const { id, tenant, taskId, contextId, configId, event } of deliveries) {
-      this.#enqueue({ event, body: serializeStreamResponse(event), ref: { taskId, contextId, scope: { tenant } }, configId, outboxId: id })
+      this.#enqueue({ event, body: serializeStreamResponse(event), ref: { taskId, contextId, scope: { tenant } }, configId, outboxId: id, epoch: this.#epoch })
     }
   }
 
   /** Lookups and deliveries not finished: shutdown gives them a grace period. */
   get pending (): number {
-    return this.#busy
+    let pending = this.#epoch.pending
+    for (const epoch of this.#closedEpochs) pending += epoch.pending
+    return pending
   }
 
-  /** Resolves once every event notified so far has been delivered, given up or dropped. */
+  /**
+   * Resolves once every event notified so far has been delivered, given up or dropped (or left
+   * to another instance); what is notified after the call does not hold it back.
+   */
   idle (): Promise<void> {
-    if (this.#busy === 0) return Promise.resolve()
-    return new Promise(resolve => this.#idleWaiters.push(resolve))
+    const current = this.#epoch
+    if (current.pending === 0) return this.#closedEpochs.at(-1)?.idle ?? Promise.resolve()
+    current.idle = new Promise(resolve => { current.resolve = resolve })
+    this.#closedEpochs.push(current as Required<Epoch>)
+    this.#epoch = { pending: 0 }
+    return current.idle
   }
 
-  /** Stops delivering: attempts in flight are aborted and queued events dropped. */
+  /** Stops delivering: attempts in flight are aborted and queued events dropped (with an outbox, left in it for another instance). */
   close (): void {
     this.#closing.abort()
     this.#agents.http.destroy()
@@ -307,21 +350,22 @@ export class PushSender {
   }
 
   /** Queues the event for the task's configs, page by page from `cursor`, which it moves past each page queued. */
-  async #fanOut (event: StreamResponse, ref: TaskRef, version: number | undefined, onlyBehind: boolean, cursor: FanOutCursor): Promise<void> {
+  async #fanOut ({ event, ref, version, onlyBehind, epoch }: Lookup, cursor: FanOutCursor): Promise<void> {
     do {
       const page = await this.#store.list(ref.taskId, { pageSize: PAGE_SIZE, pageToken: cursor.pageToken }, ref.scope)
       let configIds = page.configs.map(config => config.id as string)
       if (onlyBehind && configIds.length > 0) configIds = await this.#outbox?.behind(ref, configIds, version as number) ?? []
       const outboxIds = this.#outbox === undefined || configIds.length === 0 ? [] : await this.#outbox.record(ref, event, configIds, version)
       // Serialised only for a task that has configs: most tasks have none.
-      configIds.forEach((configId, i) => this.#enqueue({ event, body: cursor.body ??= serializeStreamResponse(event), ref, configId, outboxId: outboxIds[i] }))
+      configIds.forEach((configId, i) => this.#enqueue({ event, body: cursor.body ??= serializeStreamResponse(event), ref, configId, outboxId: outboxIds[i], epoch }))
       cursor.pageToken = page.nextPageToken
     } while (cursor.pageToken !== '')
   }
 
   /**
    * The config was deleted: its deliveries not yet attempted go without a report (as a deleted
-   * config's always did), and the one in flight makes no further attempt. Called once the
+   * config's always did), and the current one makes no further attempt (reported `failed`,
+   * `config deleted`, when the attempt in flight does not succeed). Called once the
    * lookups of the task's earlier events are done, so none queues one for it afterwards.
    */
   configDeleted = (key: TaskKey, configId: string): void => {
@@ -332,15 +376,14 @@ export class PushSender {
   }
 
   #enqueue (delivery: Delivery): void {
-    const closing = this.#closing.signal.aborted
-    if (closing || (this.#queued >= this.#options.maxQueued && !this.#makeRoom())) {
-      this.#report(delivery, { outcome: 'dropped', attempts: 0, reason: closing ? 'closing' : 'queue full' })
-      if (closing) delivery.kept = true
+    if (this.#closing.signal.aborted) return this.#closed(delivery, 0)
+    if (this.#queued >= this.#options.maxQueued && !this.#makeRoom()) {
+      this.#report(delivery, { outcome: 'dropped', attempts: 0, reason: 'queue full' })
       this.#forget(delivery)
       return
     }
     this.#queued++
-    this.#busy++
+    delivery.epoch.pending++
     const key = queueKeyOf(delivery)
     const queue = this.#queues.get(key)
     if (queue !== undefined) {
@@ -371,7 +414,7 @@ export class PushSender {
   #release (delivery: Delivery): void {
     this.#forget(delivery)
     this.#queued--
-    this.#settle()
+    this.#settle(delivery.epoch)
   }
 
   async #drain (key: string, queue: DeliveryQueue): Promise<void> {
@@ -386,7 +429,7 @@ export class PushSender {
       } finally {
         this.#forget(delivery)
         this.#queued--
-        this.#settle()
+        this.#settle(delivery.epoch)
       }
     }
     this.#queues.delete(key)
@@ -395,9 +438,11 @@ export class PushSender {
   async #deliver (delivery: Delivery): Promise<void> {
     const { ref, configId } = delivery
     const signal = this.#closing.signal
+    /** The last attempt's HTTP status, when it got an answer. */
+    let status: number | undefined
     for (let attempts = 1; ; attempts++) {
       if (signal.aborted) return this.#closed(delivery, attempts - 1)
-      if (delivery.deleted === true) return
+      if (delivery.deleted === true) return this.#gone(delivery, attempts - 1, status)
       let config: TaskPushNotificationConfig | undefined
       try {
         // Taken over by another instance (this one was taken for dead): that one delivers it.
@@ -410,12 +455,14 @@ export class PushSender {
       } catch (error) {
         // A store that failed (the configs, the outbox) may answer the next time: an attempt that failed.
         this.#logger.warn({ err: error, taskId: ref.taskId, configId, attempts }, 'push: delivery lookup failed on a store error')
+        status = undefined
         if (attempts >= this.#options.maxAttempts) return this.#report(delivery, { outcome: 'failed', attempts, reason: 'store error' })
         await this.#pause(attempts, signal)
         continue
       }
-      if (config === undefined) return
+      if (config === undefined) return this.#gone(delivery, attempts - 1, status)
       const attempt = await this.#attempt(config, delivery.body)
+      status = attempt.status
       if (attempt.ok) return this.#report(delivery, { outcome: 'delivered', attempts, status: attempt.status })
       if (signal.aborted) return this.#closed(delivery, attempts)
       if (!attempt.retry || attempts >= this.#options.maxAttempts) {
@@ -437,10 +484,21 @@ export class PushSender {
     } catch {}
   }
 
-  /** Closing stops the delivery here; its outbox record stays for another instance. */
+  /**
+   * Closing stops the delivery here. Without an outbox it is dropped. With one, its record stays
+   * for another instance, which delivers and reports it: no report here, as for a delivery taken over.
+   */
   #closed (delivery: Delivery, attempts: number): void {
     delivery.kept = true
-    this.#report(delivery, { outcome: 'dropped', attempts, reason: 'closing' })
+    if (delivery.outboxId === undefined) this.#report(delivery, { outcome: 'dropped', attempts, reason: 'closing' })
+  }
+
+  /**
+   * The delivery's config was deleted. Attempted already, the event is given up: `failed`,
+   * `config deleted`. Not yet attempted, it goes without a report, as those still waiting do.
+   */
+  #gone (delivery: Delivery, attempts: number, status: number | undefined): void {
+    if (attempts > 0) this.#report(delivery, { outcome: 'failed', attempts, status, reason: 'config deleted' })
   }
 
   /** The delivery had its outcome: its outbox record goes, unless another instance is to deliver it. */
@@ -569,12 +627,11 @@ export class PushSender {
     }
   }
 
-  #settle (): void {
-    this.#busy--
-    if (this.#busy > 0) return
-    const waiters = this.#idleWaiters
-    this.#idleWaiters = []
-    for (const resolve of waiters) resolve()
+  /** A lookup or a delivery of `epoch` finished; the `idle()` calls now satisfied resolve. */
+  #settle (epoch: Epoch): void {
+    if (--epoch.pending > 0 || epoch === this.#epoch) return
+    const closed = this.#closedEpochs
+    while (closed[0]?.pending === 0) (closed.shift() as Required<Epoch>).resolve()
   }
 }
 
