@@ -1,8 +1,10 @@
 // A store that cannot be reached for a while (PostgreSQL behind a proxy that goes down): calls
 // get Unavailable with a RetryInfo, worth another attempt, not an internal error; once the
-// database is back, the same server serves again.
+// database is back, the same server serves again. A connection lost during a transaction
+// crashes nothing.
+import pg from 'pg'
 import t, { type Test } from 'tap'
-import { openPostgresStores } from '../lib/index.js'
+import { openPostgresStores, type Task } from '../lib/index.js'
 import { toA2AError } from '../lib/errors/index.js'
 import { dropSchemas, postgresProxy, requirePostgres, uniqueSchema } from './helpers/postgres.js'
 import { rest } from './helpers/rest.js'
@@ -48,6 +50,13 @@ if (url !== undefined) {
     return { proxy, server, task }
   }
 
+  /** The answer of a call to a store out of reach. */
+  const UNAVAILABLE = {
+    code: -32603,
+    message: 'Service unavailable: a service the agent needs cannot be reached',
+    data: [{ '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: '1s' }]
+  }
+
   t.test('PostgreSQL out of reach: Unavailable on JSON-RPC and HTTP+JSON (503, Retry-After), then served again', async t => {
     let down = false
     const { proxy, server, task } = await serverBehindProxy(t, () => down ? 'refuse' : 'forward')
@@ -88,5 +97,50 @@ if (url !== undefined) {
     for (const bad of [-1, 1.5, 'x']) {
       await t.rejects(openPostgresStores({ connectionString: url, connectionTimeout: bad as number }), { name: 'TypeError', message: /connectionTimeout/ }, String(bad))
     }
+  })
+
+  t.test('a connection lost during a transaction (its backend terminated): the call fails Unavailable, the process lives on, the next one is served', async t => {
+    const pool = new pg.Pool({ connectionString: url })
+    // The pool is the test's: its idle connections' errors are its to hear.
+    pool.on('error', () => {})
+    const admin = new pg.Client({ connectionString: url })
+    await admin.connect()
+    const schema = uniqueSchema('txlost')
+    const { taskStore } = await openPostgresStores({ pool, schema })
+    t.teardown(async () => {
+      await pool.end()
+      await admin.end()
+      await dropSchemas(url, [schema])
+    })
+    // The next transaction's BEGIN answered, its backend is terminated; BEGIN returns once the
+    // connection has ended, so the statements after it meet a connection already lost (pg
+    // emits 'error' on the client, which pg-pool does not hear while it is checked out).
+    let armed = true
+    const wrapped = new WeakSet<pg.PoolClient>()
+    pool.on('acquire', client => {
+      if (wrapped.has(client)) return
+      wrapped.add(client)
+      const query = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>
+      client.query = (async (...args: unknown[]) => {
+        const answer = await query(...args)
+        if (armed && args[0] === 'BEGIN') {
+          armed = false
+          const ended = new Promise(resolve => client.once('end', resolve))
+          await admin.query('SELECT pg_terminate_backend($1)', [(client as unknown as { processID: number }).processID])
+          await ended
+        }
+        return answer
+      }) as typeof client.query
+    })
+    const scope = { tenant: '' }
+    const task = (id: string): Task => ({ id, contextId: `ctx-${id}`, status: { state: 'TASK_STATE_SUBMITTED' }, history: [{ messageId: `m-${id}`, role: 'ROLE_USER', parts: [{ text: id }] }] })
+    const failure = await taskStore.create(task('lost'), scope).then(() => undefined, (error: unknown) => error)
+    t.equal(armed, false, 'the creation, a transaction, lost its connection')
+    const error = toA2AError(failure)
+    t.same({ code: error.row.jsonRpcCode, message: error.message, details: error.details }, {
+      code: UNAVAILABLE.code, message: UNAVAILABLE.message, details: UNAVAILABLE.data
+    }, 'Unavailable, with a RetryInfo')
+    t.equal(await taskStore.create(task('next'), scope), 1, 'the next transaction is served')
+    t.equal(await taskStore.get('lost', scope), undefined, 'nothing of the lost one was written')
   })
 }

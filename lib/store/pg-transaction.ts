@@ -20,7 +20,20 @@ export async function tableExists (db: Pick<pg.Pool | pg.PoolClient, 'query'>, s
 }
 
 export async function transaction<T> (pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-  const client = await pool.connect()
+  // pg-pool hears the errors of its idle connections only: one lost while checked out here (a
+  // reset, a terminated backend, a database restart or failover) emits 'error' on the client,
+  // which unheard would end the process. The listener goes on as pool.connect hands the client
+  // over, in its callback: the message read with the one that completed the connection (a
+  // terminated backend's FATAL, in the same packet) is emitted before an await resumes.
+  let lost: Error | undefined
+  const onError = (error: Error): void => { lost = error }
+  const client = await new Promise<pg.PoolClient>((resolve, reject) => {
+    pool.connect((error, client) => {
+      if (client === undefined) return reject(error)
+      client.on('error', onError)
+      resolve(client)
+    })
+  })
   let broken: Error | undefined
   try {
     await client.query('BEGIN')
@@ -28,10 +41,14 @@ export async function transaction<T> (pool: pg.Pool, work: (client: pg.PoolClien
     await client.query('COMMIT')
     return result
   } catch (error) {
+    // A connection lost cannot roll back (PostgreSQL rolls back a transaction whose connection
+    // ends): its error says what happened (a statement after it fails with pg's "not queryable").
+    if (lost !== undefined) throw lost
     await client.query('ROLLBACK').catch((rollbackError: Error) => { broken = rollbackError })
     throw error
   } finally {
+    client.off('error', onError)
     // A connection that cannot roll back is discarded, not returned to the pool.
-    client.release(broken)
+    client.release(lost ?? broken)
   }
 }
