@@ -132,8 +132,8 @@ const UNREACHABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE',
   '57P01', '57P02', '57P03', '53300', 'SQLITE_BUSY'])
 const UNREACHABLE_RETRY_MS = 1000
 
-/** pg's own errors that set no code: a connection lost or never made, a pool with none free in time. */
-const UNREACHABLE_MESSAGE = /^(Connection terminated unexpectedly|Connection terminated due to connection timeout|timeout exceeded when trying to connect)/
+/** pg's own errors that set no code: a connection lost or never made, a pool with none free in time, a statement unanswered past its query_timeout. */
+const UNREACHABLE_MESSAGE = /^(Connection terminated unexpectedly|Connection terminated due to connection timeout|timeout exceeded when trying to connect|Query read timeout)/
 
 function unreachable (code: unknown, message: unknown): boolean {
   if (typeof code === 'string') return UNREACHABLE.has(code) || /^08[0-9A-Z]{3}$/.test(code)
