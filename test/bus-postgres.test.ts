@@ -4,12 +4,15 @@
 // rows are swept; a burst of tens of thousands arrives whole and in order; close() sends
 // what is still queued; a lost listening connection is made again, however many tries that
 // takes; against a database that never answers, queued publishes are lost after
-// connectionTimeout and close() returns; options are checked.
+// connectionTimeout and close() returns; connections that go silent (no reset) are noticed:
+// the listening one by its check or a LISTEN past queryTimeout, a publish past queryTimeout is
+// lost, and close() cuts them after closeTimeout; options are checked.
 import net from 'node:net'
 import pg from 'pg'
 import t from 'tap'
 import { InvalidOptionError, PostgresEventBus, postgresBus, type BusCommand, type StreamResponse } from '../lib/index.js'
 import { busContract } from './helpers/bus-contract.js'
+import { eventually } from './helpers/server.js'
 import { dataOnlyRole, dropSchemas, postgresProxy, requirePostgres, uniqueSchema } from './helpers/postgres.js'
 
 const url = await requirePostgres(t)
@@ -258,6 +261,93 @@ if (url !== undefined) {
     t.same(rows.map(row => JSON.parse(row.payload)[3].message.messageId.split(' ')[0]), ['stored'])
   })
 
+  /** The promise's value, or 'TIMEOUT' after `ms` (what the code before these fixes never ended). */
+  const within = <T>(ms: number, promise: Promise<T>) =>
+    Promise.race([promise, new Promise<'TIMEOUT'>(resolve => setTimeout(resolve, ms, 'TIMEOUT').unref())])
+  /** Publishes `event(text)` from `from` every 100 ms until `to` has it on `on`, or `ms` passed; whether it arrived. */
+  const reaches = async (from: PostgresEventBus, to: PostgresEventBus, on: string, text: string, ms = 5000) => {
+    let arrived = false
+    const unsubscribe = to.subscribe(on, (delivered) => { if (delivered.message?.messageId === text) arrived = true })
+    const deadline = Date.now() + ms
+    while (!arrived && Date.now() < deadline) {
+      from.publish(on, event(text))
+      await new Promise(resolve => setTimeout(resolve, 100))
+    }
+    unsubscribe()
+    return arrived
+  }
+
+  t.test('the listening connection gone silent (no reset): its check notices within listenerCheckInterval, and the bus LISTENs again on a new one', async t => {
+    const proxy = await postgresProxy(url)
+    const listening = postgresBus({ connectionString: proxy.url, channelPrefix: prefix, listenerCheckInterval: 200 })
+    t.teardown(async () => {
+      await listening.close()
+      await proxy.close()
+    })
+    const publishing = bus()
+    listening.subscribe(topic, () => {})
+    await listening.ready(topic)
+    t.ok(await reaches(publishing, listening, topic, 'before'), 'listening')
+    proxy.silence()
+    t.ok(await reaches(publishing, listening, topic, 'after'), 'listening again after the silence')
+  })
+
+  t.test('a LISTEN unanswered past queryTimeout: ready() ends, and the channel is LISTENed on a new connection', async t => {
+    const proxy = await postgresProxy(url)
+    const listening = postgresBus({ connectionString: proxy.url, channelPrefix: prefix, listenerCheckInterval: 0, queryTimeout: 300 })
+    t.teardown(async () => {
+      await listening.close()
+      await proxy.close()
+    })
+    const publishing = bus()
+    listening.subscribe(topic, () => {})
+    await listening.ready(topic)
+    proxy.silence()
+    const later = 'tenant\u0000silent-later'
+    listening.subscribe(later, () => {})
+    t.equal(await within(3000, listening.ready(later).then(() => 'ready')), 'ready', 'ready() ends')
+    t.ok(await reaches(publishing, listening, later, 'on the new connection'), 'the channel is LISTENed again')
+  })
+
+  t.test('a publish unanswered past queryTimeout is lost with those queued behind it, and its connection discarded; later publishes go on new ones', async t => {
+    const proxy = await postgresProxy(url)
+    const publishing = postgresBus({ connectionString: proxy.url, channelPrefix: prefix, queryTimeout: 300 })
+    t.teardown(async () => {
+      await publishing.close()
+      await proxy.close()
+    })
+    const listening = bus()
+    const delivered: string[] = []
+    listening.subscribe(topic, (one) => delivered.push(one.message?.messageId as string))
+    await listening.ready(topic)
+    t.ok(await reaches(publishing, listening, topic, 'before'), 'publishing')
+    proxy.silence()
+    publishing.publish(topic, event('on the silent connection'))
+    publishing.publish(topic, event('queued behind it'))
+    t.ok(await reaches(publishing, listening, topic, 'after'), 'later publishes reach the other instance')
+    t.notOk(delivered.includes('on the silent connection') || delivered.includes('queued behind it'), 'the publish that got no answer, and the one queued behind it, are lost')
+  })
+
+  t.test('close() with a publish on a silent connection (no queryTimeout): past closeTimeout what is queued is lost and the connections are cut', async t => {
+    const proxy = await postgresProxy(url)
+    t.teardown(() => proxy.close())
+    const closing = postgresBus({ connectionString: proxy.url, channelPrefix: prefix, queryTimeout: 0, closeTimeout: 200 })
+    const listening = bus()
+    const delivered: string[] = []
+    listening.subscribe(topic, (one) => delivered.push(one.message?.messageId as string))
+    await listening.ready(topic)
+    closing.subscribe(topic, () => {})
+    await closing.ready(topic)
+    t.ok(await reaches(closing, listening, topic, 'before'), 'publishing')
+    proxy.silence()
+    closing.publish(topic, event('on the silent connection'))
+    closing.publish(topic, event('queued behind it'))
+    t.equal(await within(3000, closing.close().then(() => 'closed')), 'closed', 'close() returns')
+    t.notOk(delivered.includes('on the silent connection') || delivered.includes('queued behind it'))
+    await eventually(() => proxy.connections() === 0)
+    t.pass('the listening connection and the pool\'s are cut')
+  })
+
   t.test('the longest prefix accepted carries commands; one byte more is refused', async t => {
     const longest = `${prefix}${'p'.repeat(28 - prefix.length)}`
     t.equal(Buffer.byteLength(longest), 28)
@@ -278,8 +368,11 @@ if (url !== undefined) {
   t.test('options are checked', async t => {
     t.throws(() => new PostgresEventBus({}), new InvalidOptionError('connectionString', 'give exactly one of connectionString and pool'))
     t.throws(() => new PostgresEventBus({ pool, overflowRetention: -1 }), new InvalidOptionError('overflowRetention', 'must be an integer >= 0'))
-    for (const bad of [-1, 1.5, 'x']) {
-      t.throws(() => new PostgresEventBus({ connectionString: url, connectionTimeout: bad as number }), new InvalidOptionError('connectionTimeout', 'must be an integer >= 0'), String(bad))
+    for (const name of ['connectionTimeout', 'queryTimeout', 'listenerCheckInterval', 'closeTimeout']) {
+      for (const bad of [-1, 1.5, 'x']) {
+        t.throws(() => new PostgresEventBus({ connectionString: url, [name]: bad }), new InvalidOptionError(name, 'must be an integer >= 0'), `${name} ${bad}`)
+      }
+      t.throws(() => new PostgresEventBus({ connectionString: url, [name]: 2 ** 31 }), new InvalidOptionError(name, 'must be at most 2147483647 ms'), `${name} 2 ** 31`)
     }
   })
 }

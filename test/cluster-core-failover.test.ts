@@ -127,4 +127,57 @@ if (cluster !== undefined) {
     t.same(releases, ['failed', 'done'], 'released by the second try')
     t.equal((await cluster.rows('a2a_instances', 'id = $1', [owner.member.instanceId])).length, 1, 'while the instance lives on')
   })
+
+  t.test('renewals unanswered within heartbeatInterval count as failed beats: the next heartbeat renews all the same, the late answers are ignored', async t => {
+    const held: Array<(outcome: boolean | Error) => void> = []
+    let holding = 0
+    let renewed = 0
+    const stuck = (store: ClusterStore) => overrideStore(store, {
+      renew: async (instance, ttl) => {
+        if (holding > 0) {
+          holding--
+          const outcome = await new Promise<boolean | Error>(resolve => held.push(resolve))
+          if (outcome instanceof Error) throw outcome
+          return outcome
+        }
+        const alive = await store.renew(instance, ttl)
+        renewed++
+        return alive
+      }
+    })
+    const owner = await cluster.start({ wrapStore: stuck, cluster: { leaseTtl: 3000, heartbeatInterval: 200 } })
+    const task = await hold(owner.endpoint)
+    holding = 2
+    const before = renewed
+    await eventually(() => held.length === 2 && renewed > before)
+    t.pass('two renewals hung (a connection gone silent), and the heartbeat after them renewed')
+    held[0]?.(true)
+    held[1]?.(new Error('an answer after the next heartbeat'))
+    const after = renewed
+    await eventually(() => renewed > after + 1)
+    t.equal(owner.fastify.a2a.handler.runningExecutions, 1, 'its execution runs on')
+    t.equal((await cluster.rows('a2a_instances', 'id = $1 AND expires_at > clock_timestamp()', [owner.member.instanceId])).length, 1, 'the instance is alive')
+    t.same(await cluster.leases(task.id), [owner.member.instanceId], 'and holds its task')
+    await result(owner.endpoint, 'CancelTask', { id: task.id })
+  })
+
+  t.test('fastify.close() with a sweep, then the deregistration, left unanswered: each is waited for heartbeatInterval at most', async t => {
+    let hanging = false
+    let sweepsHeld = 0
+    const never = new Promise<never>(() => {})
+    const silent = (store: ClusterStore) => overrideStore(store, {
+      orphans: async (limit) => {
+        if (!hanging) return await store.orphans(limit)
+        sweepsHeld++
+        return await never
+      },
+      deregister: async (instance) => hanging ? await never : await store.deregister(instance)
+    })
+    const instance = await cluster.start({ wrapStore: silent, cluster: { heartbeatInterval: 200 } })
+    hanging = true
+    await eventually(() => sweepsHeld > 0)
+    const closed = await Promise.race([instance.close().then(() => 'closed'), new Promise(resolve => setTimeout(resolve, 5000, 'TIMEOUT').unref())])
+    t.equal(closed, 'closed')
+    t.equal((await cluster.rows('a2a_instances', 'id = $1', [instance.member.instanceId])).length, 1, 'not deregistered: the instance expires instead')
+  })
 }

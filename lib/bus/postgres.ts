@@ -10,7 +10,10 @@ import { InvalidOptionError } from '../options.js'
 import type { StreamResponse } from '../schema/wire.js'
 import { deliverCommand } from './commands.js'
 import { MemoryEventBus } from './memory.js'
-import { DEFAULT_CONNECTION_TIMEOUT, loadPg, tableExists } from '../store/pg-transaction.js'
+import { settlesWithin } from '../settles.js'
+import {
+  cut, DEFAULT_CLOSE_TIMEOUT, DEFAULT_CONNECTION_TIMEOUT, DEFAULT_QUERY_TIMEOUT, loadPg, ownPool, tableExists, timerProblem, type OwnPool
+} from '../store/pg-transaction.js'
 import type { BusCommand, BusListener, CommandHandler, EventBus } from './types.js'
 
 export interface PostgresEventBusOptions {
@@ -31,6 +34,25 @@ export interface PostgresEventBusOptions {
    * stopped answering holds neither memory nor close() for ever. 0 waits without end. Default 10,000.
    */
   connectionTimeout?: number
+  /**
+   * With `connectionString`: how long a statement on a connection of the bus (its pool's, and
+   * the listening one) waits for its answer, in ms. A publish past it is lost as one that got
+   * no connection, and its connection is discarded; a LISTEN past it drops the listening
+   * connection, made again as after any loss. 0 waits without end. Default 10,000.
+   */
+  queryTimeout?: number
+  /**
+   * How often the listening connection is checked, in ms: a `SELECT 1` on it not answered by
+   * the next check means the connection went silent (a network path dropped): the bus drops
+   * it, makes another and LISTENs again. 0: no check. Default 10,000.
+   */
+  listenerCheckInterval?: number
+  /**
+   * How long close() waits for the publishes still queued and the connections to end, in ms;
+   * past it what is still queued is lost and the connections are cut. 0 waits without end.
+   * Default 5,000.
+   */
+  closeTimeout?: number
 }
 
 /** NOTIFY refuses a payload of 8000 bytes or more (PostgreSQL's default build). */
@@ -44,6 +66,8 @@ const MAX_PREFIX_BYTES = 28
 const MAX_BATCH = 100
 /** After the listening connection is lost, or failed to connect, the wait before the next try. */
 const RECONNECT_DELAY_MS = 1000
+/** The `listenerCheckInterval` of the bus, in ms. */
+const DEFAULT_LISTENER_CHECK_INTERVAL = 10_000
 
 /**
  * On the wire: sender, its sequence number (identical payloads in one transaction would be
@@ -56,12 +80,21 @@ interface Outbox {
   sending: boolean
 }
 
+/** The listening client, the promise of its connection, and whether its last check is still unanswered. */
+interface Listener {
+  client: pg.Client
+  connected: Promise<pg.Client>
+  checking: boolean
+}
+
 export class PostgresEventBus implements EventBus {
   readonly #local = new MemoryEventBus()
   /** The `pg` module, loaded when the bus is made. */
   readonly #pg: typeof pg
   readonly #pool: pg.Pool
-  readonly #ownsPool: boolean
+  /** The pool, when the bus made it (from `connectionString`). */
+  readonly #ownPool: OwnPool | undefined
+  readonly #closeTimeout: number
   readonly #S: string
   readonly #schema: string
   readonly #prefix: string
@@ -74,10 +107,11 @@ export class PostgresEventBus implements EventBus {
   /** Command channels of the instances served here, with their handlers. */
   readonly #commands = new Map<string, CommandHandler>()
   readonly #outboxes = new Map<string, Outbox>()
-  /** The listening client, and the promise of its connection. */
-  #listener: { client: pg.Client, connected: Promise<pg.Client> } | undefined
+  #listener: Listener | undefined
   /** The next try to connect the listening client and LISTEN again, while one is due. */
   #reconnect: NodeJS.Timeout | undefined
+  /** The timer of the listening connection's checks (`listenerCheckInterval`). */
+  #check: NodeJS.Timeout | undefined
   #overflowTable: Promise<unknown> | undefined
   /** Set while an overflow row is being read: later notifications wait behind it, in order. */
   #inbound: Promise<void> | undefined
@@ -87,19 +121,30 @@ export class PostgresEventBus implements EventBus {
 
   constructor (options: PostgresEventBusOptions) {
     if ((options.connectionString === undefined) === (options.pool === undefined)) throw new InvalidOptionError('connectionString', 'give exactly one of connectionString and pool')
-    const { connectionTimeout = DEFAULT_CONNECTION_TIMEOUT } = options
-    if (!Number.isSafeInteger(connectionTimeout) || connectionTimeout < 0) throw new InvalidOptionError('connectionTimeout', 'must be an integer >= 0')
+    const {
+      connectionTimeout = DEFAULT_CONNECTION_TIMEOUT, queryTimeout = DEFAULT_QUERY_TIMEOUT, closeTimeout = DEFAULT_CLOSE_TIMEOUT,
+      listenerCheckInterval = DEFAULT_LISTENER_CHECK_INTERVAL
+    } = options
+    for (const [name, value] of Object.entries({ connectionTimeout, queryTimeout, listenerCheckInterval, closeTimeout })) {
+      const problem = timerProblem(value)
+      if (problem !== undefined) throw new InvalidOptionError(name, problem)
+    }
+    this.#closeTimeout = closeTimeout
     this.#pg = loadPg('PostgresEventBus (postgresBus)')
-    this.#pool = options.pool ?? new this.#pg.Pool({ connectionString: options.connectionString, connectionTimeoutMillis: connectionTimeout })
-    this.#ownsPool = options.pool === undefined
+    this.#ownPool = options.pool === undefined
+      ? ownPool(this.#pg, options.connectionString as string, { connectionTimeout, queryTimeout })
+      : undefined
+    this.#pool = this.#ownPool?.pool ?? options.pool as pg.Pool
     this.#schema = options.schema ?? 'public'
     this.#S = this.#pg.escapeIdentifier(this.#schema)
     this.#prefix = options.channelPrefix ?? 'a2a_events_'
     if (Buffer.byteLength(this.#prefix) > MAX_PREFIX_BYTES) throw new InvalidOptionError('channelPrefix', `must be at most ${MAX_PREFIX_BYTES} bytes`)
     this.#retention = options.overflowRetention ?? 60_000
     if (!Number.isSafeInteger(this.#retention) || this.#retention < 0) throw new InvalidOptionError('overflowRetention', 'must be an integer >= 0')
-    // An idle pooled client that fails must not take the process down; the next query reconnects.
-    if (this.#ownsPool) this.#pool.on('error', () => {})
+    if (listenerCheckInterval > 0) {
+      this.#check = setInterval(() => { this.#checkListener() }, listenerCheckInterval)
+      this.#check.unref()
+    }
   }
 
   publish (topic: string, event: StreamResponse, version?: number): void {
@@ -146,16 +191,30 @@ export class PostgresEventBus implements EventBus {
     }
   }
 
-  /** Sends what is still queued, then ends the listening client, and the pool when the bus made it. */
+  /**
+   * Sends what is still queued, then ends the listening client, and the pool when the bus made
+   * it. Past `closeTimeout`, what is still queued is lost, and the listening connection and
+   * those of the bus's own pool are cut.
+   */
   async close (): Promise<void> {
     if (this.#closed) return
     this.#closed = true
     clearTimeout(this.#reconnect)
-    if ([...this.#outboxes.values()].some(outbox => outbox.sending)) await new Promise<void>(resolve => { this.#drained = resolve })
+    clearInterval(this.#check)
     const listener = this.#listener
     this.#listener = undefined
-    await listener?.connected.then(client => client.end(), () => {})
-    if (this.#ownsPool) await this.#pool.end()
+    const ended = (async () => {
+      if ([...this.#outboxes.values()].some(outbox => outbox.sending)) await new Promise<void>(resolve => { this.#drained = resolve })
+      await listener?.connected.then(client => client.end(), () => {})
+      await this.#ownPool?.pool.end()
+    })()
+    if (await settlesWithin(ended, this.#closeTimeout)) return
+    // Past closeTimeout (a statement on a connection gone silent): what is still queued is
+    // lost, and the connections are cut; what waited on them fails, and the rest of the close
+    // follows without being waited for.
+    for (const outbox of this.#outboxes.values()) outbox.payloads.length = 0
+    if (listener !== undefined) cut(listener.client)
+    this.#ownPool?.cut()
   }
 
   /** The topic's channel: topics hold any character (a NUL even), so the name is a hash. */
@@ -239,15 +298,18 @@ export class PostgresEventBus implements EventBus {
   /** LISTEN or UNLISTEN; the listening client runs them in call order. */
   async #listen (command: 'LISTEN' | 'UNLISTEN', channel: string): Promise<void> {
     if (this.#closed) return
+    const { client, connected } = this.#connect()
     try {
-      const client = await this.#connect()
+      await connected
       await client.query(`${command} ${this.#pg.escapeIdentifier(channel)}`)
     } catch {
-      // The connection was lost: reconnecting LISTENs again on every channel followed then.
+      // The connection was lost, or left the statement unanswered past queryTimeout (it went
+      // silent): it is dropped, and the next one LISTENs again on every channel followed then.
+      this.#lost(client)
     }
   }
 
-  #connect (): Promise<pg.Client> {
+  #connect (): Listener {
     if (this.#listener === undefined) {
       const client = new this.#pg.Client(this.#pool.options)
       client.on('notification', ({ channel, payload }) => {
@@ -260,9 +322,25 @@ export class PostgresEventBus implements EventBus {
       client.on('end', () => this.#lost(client))
       const connected = client.connect().then(() => client)
       connected.catch(() => this.#lost(client))
-      this.#listener = { client, connected }
+      this.#listener = { client, connected, checking: false }
     }
-    return this.#listener.connected
+    return this.#listener
+  }
+
+  /**
+   * Every `listenerCheckInterval`: a connection that went silent (a network path dropped, with
+   * no reset) reports nothing, and would deliver nothing for ever. A `SELECT 1` still unanswered
+   * at the next check drops it, as a lost one.
+   */
+  #checkListener (): void {
+    const listener = this.#listener
+    if (listener === undefined) return
+    if (listener.checking) {
+      this.#lost(listener.client)
+      return
+    }
+    listener.checking = true
+    listener.connected.then(client => client.query('SELECT 1')).then(() => { listener.checking = false }, () => this.#lost(listener.client))
   }
 
   /**

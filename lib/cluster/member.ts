@@ -9,6 +9,7 @@ import { topicOf } from '../bus/topic.js'
 import type { Logger, RequestHandler, TaskRef } from '../handler/request-handler.js'
 import type { PushOutbox, PushSender } from '../push/sender.js'
 import type { StreamResponse } from '../schema/wire.js'
+import { settlesWithin } from '../settles.js'
 import type { ClusterStore, NormalizedClusterOptions, OutboxDelivery, TaskKey } from './types.js'
 
 /** Orphans claimed per statement, and batches per sweep (the rest waits for the next sweep). */
@@ -41,7 +42,8 @@ export class ClusterMember {
   #heartbeat: NodeJS.Timeout | undefined
   #sweepTimer: NodeJS.Timeout | undefined
   #sweeping: Promise<void> = Promise.resolve()
-  #beating = false
+  /** The heartbeat in progress, until it ends or the next one replaces it (#tick). */
+  #beating: object | undefined
   #stopped = false
   #stopCommands: () => void = () => {}
 
@@ -69,20 +71,27 @@ export class ClusterMember {
     this.#push = push
     await this.#store.register(this.instanceId, this.options.leaseTtl)
     this.#stopCommands = await this.#bus.onCommand(this.instanceId, (command) => this.#receive(command))
-    this.#heartbeat = setInterval(() => { void this.#beat() }, this.options.heartbeatInterval)
+    this.#heartbeat = setInterval(() => { this.#tick() }, this.options.heartbeatInterval)
     this.#heartbeat.unref()
     this.#scheduleSweep(0)
   }
 
-  /** Leaves the cluster (after the shutdown drained the work): what is left here becomes the others'. */
+  /**
+   * Leaves the cluster (after the shutdown drained the work): what is left here becomes the
+   * others'. A sweep in progress, then the deregistration, are each waited for at most
+   * `heartbeatInterval` (a store that stopped answering holds no shutdown for ever).
+   */
   async stop (): Promise<void> {
     this.#stopped = true
     clearInterval(this.#heartbeat)
     clearTimeout(this.#sweepTimer)
     this.#stopCommands()
-    await this.#sweeping
+    const bound = this.options.heartbeatInterval
+    if (!(await settlesWithin(this.#sweeping, bound))) this.#logger.warn({ instanceId: this.instanceId }, 'cluster: a sweep did not end within heartbeatInterval; leaving without it')
+    const deregistered = this.#store.deregister(this.instanceId)
     try {
-      await this.#store.deregister(this.instanceId)
+      if (!(await settlesWithin(deregistered, bound))) throw new Error(`the cluster store did not answer within ${bound} ms`)
+      await deregistered
     } catch (error) {
       this.#logger.warn({ err: error }, 'cluster: could not deregister; the instance expires instead')
     }
@@ -220,16 +229,30 @@ export class ClusterMember {
       .finally(() => this.#cancelling.delete(name))
   }
 
-  async #beat (): Promise<void> {
-    if (this.#beating || this.#stopped) return
-    this.#beating = true
+  /**
+   * A heartbeat still running at the next one, a whole `heartbeatInterval` later (its renewal
+   * unanswered: a connection gone silent), has failed: the next one starts all the same, and
+   * only its outcome counts, so a stuck renewal never stops the heartbeat while the lease lapses.
+   */
+  #tick (): void {
+    if (this.#beating !== undefined) {
+      this.#logger.warn({ instanceId: this.instanceId }, 'cluster: heartbeat unanswered within heartbeatInterval; renewing again')
+    }
+    const beat = {}
+    this.#beating = beat
+    void this.#beat(beat)
+  }
+
+  async #beat (beat: object): Promise<void> {
     try {
-      if (!(await this.#store.renew(this.instanceId, this.options.leaseTtl))) await this.#lost()
+      const renewed = await this.#store.renew(this.instanceId, this.options.leaseTtl)
+      if (this.#beating !== beat) return
+      if (!renewed) await this.#lost()
       else this.#retryReleases()
     } catch (error) {
-      this.#logger.warn({ err: error }, 'cluster: heartbeat failed')
+      if (this.#beating === beat) this.#logger.warn({ err: error }, 'cluster: heartbeat failed')
     } finally {
-      this.#beating = false
+      if (this.#beating === beat) this.#beating = undefined
     }
   }
 

@@ -135,10 +135,10 @@ const UNREACHABLE_RETRY_MS = 1000
 
 /**
  * pg's own errors that set no code: a connection lost or never made, a pool with none free in
- * time; ioredis's: a command whose retries ran out while Redis was out of reach
- * (MaxRetriesPerRequestError), or one on a connection lost or closed.
+ * time, a statement unanswered past its query_timeout; ioredis's: a command whose retries ran
+ * out while Redis was out of reach (MaxRetriesPerRequestError), or one on a connection lost or closed.
  */
-const UNREACHABLE_MESSAGE = /^(Connection terminated unexpectedly|Connection terminated due to connection timeout|timeout exceeded when trying to connect|Reached the max retries per request limit|Connection is closed\.$)/
+const UNREACHABLE_MESSAGE = /^(Connection terminated unexpectedly|Connection terminated due to connection timeout|timeout exceeded when trying to connect|Query read timeout|Reached the max retries per request limit|Connection is closed\.$)/
 
 /** Is `error` a service out of reach for now (toA2AError makes it Unavailable)? */
 export function isUnreachable (error: unknown): boolean {

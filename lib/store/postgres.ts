@@ -10,8 +10,11 @@ import type { Artifact, Message, Task, TaskPushNotificationConfig, TaskState, Ta
 import { TaskTerminalError } from '../errors/index.js'
 import { isTerminal } from '../handler/states.js'
 import { PostgresClusterStore } from '../cluster/postgres.js'
+import { settlesWithin } from '../settles.js'
 import { decodeCursor, decodeIdCursor, encodeCursor, encodeIdCursor } from './memory.js'
-import { DEFAULT_CONNECTION_TIMEOUT, loadPg, tableExists, transaction } from './pg-transaction.js'
+import {
+  DEFAULT_CLOSE_TIMEOUT, DEFAULT_CONNECTION_TIMEOUT, DEFAULT_QUERY_TIMEOUT, loadPg, ownPool, tableExists, timerProblem, transaction
+} from './pg-transaction.js'
 import { expiry, joinArtifact, joinTask, NOT_TERMINAL, splitArtifact, statusTime, UNFINISHED_STATES, type ArtifactFields, type Chunk } from './rows.js'
 import type {
   ListTasksPage, ListTasksQuery, PushConfigPage, PushConfigStore, Scope, StoredPushConfig, TaskChange, TaskStore, TaskView, UnfinishedTask, VersionedTask
@@ -30,6 +33,18 @@ export interface PostgresStoreOptions {
    * call for ever). 0 waits without end. Default 10,000.
    */
   connectionTimeout?: number
+  /**
+   * With `connectionString`: how long a statement on a connection of the stores' pool waits for
+   * its answer, in ms; past it the call is Unavailable and the connection is discarded (a
+   * database, or a network path, that went silent on an open connection holds no call, and
+   * no connection, for ever). 0 waits without end. Default 10,000.
+   */
+  queryTimeout?: number
+  /**
+   * With `connectionString`: how long close() waits for the statements in progress, in ms,
+   * before it cuts their connections. 0 waits without end. Default 5,000.
+   */
+  closeTimeout?: number
   /** How long a terminal task is kept, in ms. Default: forever. */
   ttl?: number
   /** Clock, for tests. */
@@ -41,7 +56,7 @@ export interface PostgresStores {
   pushConfigStore: PostgresPushConfigStore
   /** For the `cluster` option: leases, messageIds and the push outbox, in the same schema. */
   clusterStore: PostgresClusterStore
-  /** Ends the pool when the stores created it. */
+  /** Ends the pool when the stores created it, cutting its connections still in use after `closeTimeout`. */
   close (): Promise<void>
 }
 
@@ -175,26 +190,32 @@ export async function openPostgresStores (options: PostgresStoreOptions): Promis
   if ((options.pool === undefined) === (options.connectionString === undefined)) {
     throw new TypeError('openPostgresStores needs exactly one of connectionString and pool')
   }
-  const { connectionTimeout = DEFAULT_CONNECTION_TIMEOUT } = options
-  if (!Number.isSafeInteger(connectionTimeout) || connectionTimeout < 0) {
-    throw new TypeError('openPostgresStores: connectionTimeout must be an integer >= 0 (ms)')
+  const {
+    connectionTimeout = DEFAULT_CONNECTION_TIMEOUT, queryTimeout = DEFAULT_QUERY_TIMEOUT, closeTimeout = DEFAULT_CLOSE_TIMEOUT
+  } = options
+  for (const [name, value] of Object.entries({ connectionTimeout, queryTimeout, closeTimeout })) {
+    const problem = timerProblem(value)
+    if (problem !== undefined) throw new TypeError(`openPostgresStores: ${name} ${problem}`)
   }
-  const owned = options.pool === undefined
-  const pool = options.pool ?? new (loadPg('openPostgresStores').Pool)({ connectionString: options.connectionString, connectionTimeoutMillis: connectionTimeout })
-  // An idle connection that dies (a database restart) must not crash the process; the next query reports it.
-  if (owned) pool.on('error', () => {})
+  const own = options.pool === undefined
+    ? ownPool(loadPg('openPostgresStores'), options.connectionString as string, { connectionTimeout, queryTimeout })
+    : undefined
+  const pool = own?.pool ?? options.pool as pg.Pool
   const schema = options.schema ?? 'public'
   try {
     await migratePostgres(pool, schema)
   } catch (error) {
-    if (owned) await pool.end()
+    await own?.pool.end()
     throw error
   }
   return {
     taskStore: new PostgresTaskStore(pool, { ...options, schema }),
     pushConfigStore: new PostgresPushConfigStore(pool, schema),
     clusterStore: new PostgresClusterStore(pool, schema),
-    close: async () => { if (owned) await pool.end() }
+    close: async () => {
+      // Past closeTimeout, a statement still waiting (on a connection gone silent) has its connection cut.
+      if (own !== undefined && !(await settlesWithin(own.pool.end(), closeTimeout))) own.cut()
+    }
   }
 }
 

@@ -109,6 +109,14 @@ export interface PostgresProxy {
   url: string
   /** Ends every connection through it now. */
   cut (): void
+  /**
+   * The connections through it now go silent for ever: every byte either way is dropped, the
+   * sockets kept open (a network path lost with no reset, a NAT that forgot them). Later
+   * connections follow `mode`.
+   */
+  silence (): void
+  /** The connections to it still open. */
+  connections (): number
   close (): Promise<void>
 }
 
@@ -120,17 +128,22 @@ export interface PostgresProxy {
 export async function postgresProxy (url: string, mode: () => 'forward' | 'refuse' | 'hang' = () => 'forward'): Promise<PostgresProxy> {
   const target = new URL(url)
   const sockets = new Set<net.Socket>()
+  const piped = new Set<[net.Socket, net.Socket]>()
+  const clients = new Set<net.Socket>()
   const proxy = net.createServer(socket => {
     const now = mode()
     if (now === 'refuse') return socket.destroy()
     sockets.add(socket)
-    socket.on('close', () => sockets.delete(socket))
+    clients.add(socket)
+    socket.on('close', () => { sockets.delete(socket); clients.delete(socket) })
     if (now === 'hang') return
     const upstream = net.connect(Number(target.port || 5432), target.hostname)
     for (const [one, other] of [[socket, upstream], [upstream, socket]] as const) {
+      const pipe: [net.Socket, net.Socket] = [one, other]
       sockets.add(one)
+      piped.add(pipe)
       one.on('error', () => other.destroy())
-      one.on('close', () => { sockets.delete(one); other.destroy() })
+      one.on('close', () => { sockets.delete(one); piped.delete(pipe); other.destroy() })
       one.pipe(other)
     }
   })
@@ -138,5 +151,14 @@ export async function postgresProxy (url: string, mode: () => 'forward' | 'refus
   const proxied = new URL(url)
   proxied.host = `127.0.0.1:${(proxy.address() as net.AddressInfo).port}`
   const cut = () => { for (const socket of sockets) socket.destroy() }
-  return { url: proxied.href, cut, close: async () => { cut(); await new Promise(resolve => proxy.close(resolve)) } }
+  const silence = () => {
+    for (const [one, other] of piped) {
+      one.unpipe(other)
+      // Read and dropped (unpipe paused it): an end still reaches the other side's socket.
+      one.on('data', () => {})
+      one.resume()
+    }
+    piped.clear()
+  }
+  return { url: proxied.href, cut, silence, connections: () => clients.size, close: async () => { cut(); await new Promise(resolve => proxy.close(resolve)) } }
 }
