@@ -9,7 +9,7 @@
 // lost, and close() cuts them after closeTimeout; options are checked.
 import net from 'node:net'
 import pg from 'pg'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { InvalidOptionError, PostgresEventBus, postgresBus, type BusCommand, type StreamResponse } from '../lib/index.js'
 import { busContract } from './helpers/bus-contract.js'
 import { eventually } from './helpers/server.js'
@@ -277,13 +277,19 @@ if (url !== undefined) {
     return arrived
   }
 
-  t.test('the listening connection gone silent (no reset): its check notices within listenerCheckInterval, and the bus LISTENs again on a new one', async t => {
-    const proxy = await postgresProxy(url)
-    const listening = postgresBus({ connectionString: proxy.url, channelPrefix: prefix, listenerCheckInterval: 200 })
+  /** A bus whose connections go through a proxy the test can silence; both closed when `t` ends. */
+  async function proxiedBus (t: Test, options: Parameters<typeof postgresBus>[0]) {
+    const proxy = await postgresProxy(url as string)
+    const proxied = postgresBus({ connectionString: proxy.url, channelPrefix: prefix, ...options })
     t.teardown(async () => {
-      await listening.close()
+      await proxied.close()
       await proxy.close()
     })
+    return { proxy, bus: proxied }
+  }
+
+  t.test('the listening connection gone silent (no reset): its check notices within listenerCheckInterval, and the bus LISTENs again on a new one', async t => {
+    const { proxy, bus: listening } = await proxiedBus(t, { listenerCheckInterval: 200 })
     const publishing = bus()
     listening.subscribe(topic, () => {})
     await listening.ready(topic)
@@ -293,12 +299,7 @@ if (url !== undefined) {
   })
 
   t.test('a LISTEN unanswered past queryTimeout: ready() ends, and the channel is LISTENed on a new connection', async t => {
-    const proxy = await postgresProxy(url)
-    const listening = postgresBus({ connectionString: proxy.url, channelPrefix: prefix, listenerCheckInterval: 0, queryTimeout: 300 })
-    t.teardown(async () => {
-      await listening.close()
-      await proxy.close()
-    })
+    const { proxy, bus: listening } = await proxiedBus(t, { listenerCheckInterval: 0, queryTimeout: 300 })
     const publishing = bus()
     listening.subscribe(topic, () => {})
     await listening.ready(topic)
@@ -310,12 +311,7 @@ if (url !== undefined) {
   })
 
   t.test('a publish unanswered past queryTimeout is lost with those queued behind it, and its connection discarded; later publishes go on new ones', async t => {
-    const proxy = await postgresProxy(url)
-    const publishing = postgresBus({ connectionString: proxy.url, channelPrefix: prefix, queryTimeout: 300 })
-    t.teardown(async () => {
-      await publishing.close()
-      await proxy.close()
-    })
+    const { proxy, bus: publishing } = await proxiedBus(t, { queryTimeout: 300 })
     const listening = bus()
     const delivered: string[] = []
     listening.subscribe(topic, (one) => delivered.push(one.message?.messageId as string))
