@@ -565,24 +565,48 @@ export class RequestHandler {
 
   /**
    * Shutdown: stops waiting for executions that ignored their aborted signal. Each task is
-   * marked CANCELED now; whatever its executor emits later is ignored. An execution that made
-   * no task yet has its call answered Unavailable (shutting down). Returns how many.
+   * marked CANCELED now, within `within` ms; whatever its executor emits later is ignored. An
+   * execution that made no task yet, or whose task could not be marked in time (a store that
+   * failed or does not answer), has its call answered Unavailable (shutting down). Returns how many.
    */
-  async abandonExecutions (): Promise<number> {
-    const abandoned: Promise<void>[] = []
+  async abandonExecutions (within: number): Promise<number> {
+    const writes: Promise<void>[] = []
+    /** The executions of each run whose CANCELED is not written yet: their turns end here if it is not in time. */
+    const unwritten = new Map<TaskRun, Execution[]>()
     let count = 0
     for (const run of this.#runs.values()) {
       if (run.executions.length === 0) continue
       count += run.executions.length
+      const turns: Execution[] = []
       for (const execution of run.executions) {
         execution.fenced = 'abandoned'
         if (run.state === undefined) this.#ended(execution, shuttingDown())
+        else turns.push(execution)
       }
+      unwritten.set(run, turns)
       run.executions.length = 0
-      abandoned.push(this.#enqueue(run, this.#endTask(run, 'TASK_STATE_CANCELED', 'the server shut down before the agent finished')).catch((error: unknown) => this.#options.logger.error({ err: error, taskId: run.taskId }, 'could not cancel an abandoned task')))
+      writes.push(this.#enqueue(run, this.#endTask(run, 'TASK_STATE_CANCELED', 'the server shut down before the agent finished')).then(() => {
+        unwritten.delete(run)
+      }, (error: unknown) => {
+        this.#options.logger.error({ err: error, taskId: run.taskId }, 'could not cancel an abandoned task')
+        this.#abandonedUnwritten(unwritten, run)
+      }))
     }
-    await Promise.all(abandoned)
+    // Both promises are this call's own: the race leaves nothing on a promise that lives on.
+    let timer: NodeJS.Timeout | undefined
+    await Promise.race([Promise.all(writes), new Promise(resolve => { timer = setTimeout(resolve, within) })])
+    clearTimeout(timer)
+    for (const run of unwritten.keys()) {
+      this.#options.logger.error({ taskId: run.taskId }, 'could not cancel an abandoned task within the shutdown\'s grace: left as stored')
+      this.#abandonedUnwritten(unwritten, run)
+    }
     return count
+  }
+
+  /** The CANCELED of an abandoned run was not written: its turns are answered as shutdown refuses a call. */
+  #abandonedUnwritten (unwritten: Map<TaskRun, Execution[]>, run: TaskRun): void {
+    for (const execution of unwritten.get(run) as Execution[]) execution.ended(shuttingDown())
+    unwritten.delete(run)
   }
 
   /** Shutdown: fails every stream still open with `error`; returns how many. */
