@@ -15,7 +15,7 @@ import type { TenancyOptions } from './interceptors/tenancy.js'
 import type { A2AInterceptor } from './interceptors/types.js'
 import type { AgentExecutor, CallContext } from './handler/executor.js'
 import type { DialectLimits } from './dispatcher/websocket-connection.js'
-import { DEFAULT_EXECUTOR_TIMEOUT } from './handler/request-handler.js'
+import { DEFAULT_BUS_READY_TIMEOUT, DEFAULT_EXECUTOR_TIMEOUT } from './handler/request-handler.js'
 import { DEFAULT_MAX_JSON_DEPTH } from './json-guard.js'
 import { PUSH_DEFAULTS, type NormalizedPushOptions, type PushOptions } from './push/sender.js'
 import { WebhookGuard } from './push/ssrf.js'
@@ -161,6 +161,12 @@ export interface A2APluginOptions {
   maxJsonDepth?: number
   /** An execution still running after this many ms is aborted and its task FAILED. Default 3,600,000 (1 hour). */
   executorTimeout?: number
+  /**
+   * How long SubscribeToTask (and, with `cluster`, a resent message) waits for the bus to follow
+   * the task (its subscription acknowledged by Redis or PostgreSQL), in ms; past it the call is
+   * refused with -32603 Unavailable. Default 5,000.
+   */
+  busReadyTimeout?: number
   /** Graceful shutdown on `fastify.close()`. */
   shutdown?: ShutdownOptions
   /** Cache-Control max-age of the agent card, in seconds. Default 300. */
@@ -224,6 +230,7 @@ export interface NormalizedOptions {
   sseKeepAlive: number
   maxJsonDepth: number
   executorTimeout: number
+  busReadyTimeout: number
   shutdown: NormalizedShutdownOptions
   cardMaxAge: number
   allowUndeclaredInputModes: boolean
@@ -660,6 +667,7 @@ export function normalizeOptions (options: A2APluginOptions): NormalizedOptions 
     sseKeepAlive: timerMs('sseKeepAlive', options.sseKeepAlive, 15_000, 0),
     maxJsonDepth: jsonDepth(options.maxJsonDepth),
     executorTimeout: timerMs('executorTimeout', options.executorTimeout, DEFAULT_EXECUTOR_TIMEOUT, 1),
+    busReadyTimeout: timerMs('busReadyTimeout', options.busReadyTimeout, DEFAULT_BUS_READY_TIMEOUT, 1),
     shutdown: shutdownOptions(group('shutdown', options.shutdown), options.websocket?.closeGrace),
     cardMaxAge: integer('cardMaxAge', options.cardMaxAge, 300, 0),
     allowUndeclaredInputModes: options.allowUndeclaredInputModes ?? false,

@@ -145,6 +145,7 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
       },
     maxQueuedEvents: options.maxQueuedEvents,
     executorTimeout: options.executorTimeout,
+    busReadyTimeout: options.busReadyTimeout,
     onTaskEvent: push?.notify,
     checkPushConfig: push?.checkConfig,
     pushSettled: push === undefined ? undefined : (task) => push.recorded(task),

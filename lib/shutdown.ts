@@ -66,16 +66,20 @@ export async function shutDown ({ handler, runner, webSockets, server, options, 
   // lease) is refused from here, instead of starting an execution nothing would cancel.
   const late = handler.abortExecutions()
   let abandoned = 0
+  let lastPhase = Date.now()
   if (late > 0) {
     await waitUntil(() => handler.runningExecutions === 0, options.taskGrace)
-    abandoned = await handler.abandonExecutions()
+    // The abandoned tasks' CANCELED writes take from the last phase's taskGrace: a store that
+    // does not answer holds shutdown no longer (their calls are then answered Unavailable).
+    lastPhase = Date.now()
+    abandoned = await handler.abandonExecutions(options.taskGrace)
   }
 
   // What no task end closes (a subscription to a task waiting for input) ends here; then
   // the answers and last events of every call, and the push deliveries of the tasks' last
-  // events, get up to taskGrace to be written.
+  // events, get what is left of taskGrace to be written.
   const streamsEnded = handler.failStreams(shuttingDown())
-  await waitUntil(() => runner.inFlight === 0 && (push?.pending ?? 0) === 0, options.taskGrace)
+  await waitUntil(() => runner.inFlight === 0 && (push?.pending ?? 0) === 0, options.taskGrace - (Date.now() - lastPhase))
   // A call is over before its answer is written (coalesceReplies holds it to the end of the
   // turn): one turn more, so that the server's close finds those connections idle, not busy
   // (a connection that goes idle after the close would be held open for its keep-alive time).

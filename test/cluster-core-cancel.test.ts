@@ -4,7 +4,7 @@
 // confirms gets B's call an Unavailable after `cancelTimeout`; a task that ends otherwise
 // meanwhile is refused as on one instance; an instance starting a turn on the task cancels it itself.
 import t from 'tap'
-import type { AgentExecutor, ClusterStore } from '../lib/index.js'
+import type { AgentExecutor, ClusterStore, EventBus } from '../lib/index.js'
 import { conformanceAgent } from '../examples/agent.js'
 import { overrideStore, testCluster, type TestCluster } from './helpers/cluster-core.js'
 import { call, eventually, result, userMessage } from './helpers/server.js'
@@ -77,6 +77,34 @@ if (cluster !== undefined) {
     t.equal(reply.error.code, -32603)
     t.match(reply.error.message, `the instance running task ${task.id} did not confirm the cancel within 300 ms`)
     t.equal((await result(asking.endpoint, 'GetTask', { id: task.id })).status.state, 'TASK_STATE_WORKING')
+  })
+
+  /** The bus, but its subscriptions are never acknowledged (`ready()` never resolves), as with Redis stalled. */
+  const unready = (bus: EventBus): EventBus => ({
+    publish: bus.publish.bind(bus),
+    subscribe: bus.subscribe.bind(bus),
+    listenerCount: bus.listenerCount.bind(bus),
+    ready: async () => { await new Promise(() => {}) },
+    command: bus.command?.bind(bus),
+    onCommand: bus.onCommand?.bind(bus)
+  })
+
+  t.test('the asking instance\'s bus never acknowledges its subscription: CancelTask answers within cancelTimeout all the same', async t => {
+    const asking = await cluster.start({ cluster: { cancelTimeout: 300 }, wrapBus: unready })
+    const task = await hold(a.endpoint)
+    const started = Date.now()
+    const reply = await Promise.race([call(asking.endpoint, 'CancelTask', { id: task.id }), new Promise(resolve => setTimeout(resolve, 5000, 'no answer'))]) as any
+    t.not(reply, 'no answer')
+    t.match(reply.error, { code: -32603, message: `Service unavailable: the instance running task ${task.id as string} did not confirm the cancel within 300 ms` })
+    t.ok(Date.now() - started < 2000, `within cancelTimeout and some slack (${Date.now() - started} ms)`)
+    await result(a.endpoint, 'CancelTask', { id: task.id })
+  })
+
+  t.test('the asking instance\'s bus never acknowledges its subscription: past busReadyTimeout the cancel is sent, and confirmed through the store', async t => {
+    const asking = await cluster.start({ options: { busReadyTimeout: 100 }, cluster: { cancelTimeout: 5000, heartbeatInterval: 200 }, wrapBus: unready })
+    const task = await hold(a.endpoint)
+    const reply = await Promise.race([call(asking.endpoint, 'CancelTask', { id: task.id }), new Promise(resolve => setTimeout(resolve, 4000, 'no answer'))]) as any
+    t.equal(reply.result?.status.state, 'TASK_STATE_CANCELED')
   })
 
   t.test('the owner completes the task instead (its cancel hook): -32002 TaskNotCancelable, as on one instance', async t => {

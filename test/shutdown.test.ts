@@ -307,6 +307,49 @@ t.test('a call answered after the grace periods (a hung store) does not hold clo
   t.ok(closedInTime, 'close() ends once the answer is written: the connection it left idle is ended, not kept for its keep-alive time (72 s)')
 })
 
+for (const fault of ['hangs', 'fails'] as const) {
+  t.test(`an abandoned execution whose CANCELED write ${fault} (a store that ${fault === 'hangs' ? 'stopped answering' : 'is out of reach'}): close() ends within completionGrace + 2 × taskGrace, its call answered Unavailable`, async t => {
+    let broken = false
+    const hung: Array<() => void> = []
+    class BrokenWrites extends MemoryTaskStore {
+      override async update (...args: Parameters<MemoryTaskStore['update']>) {
+        if (broken && fault === 'fails') throw Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' })
+        if (broken) await new Promise<void>(resolve => hung.push(resolve))
+        return await super.update(...args)
+      }
+    }
+    const taskStore = new BrokenWrites()
+    t.teardown(() => { broken = false; for (const release of hung) release() })
+    const completionGrace = 100
+    const taskGrace = 200
+    const server = await startServer({ executor: agent, taskStore, shutdown: { completionGrace, taskGrace } })
+    const { handler } = server.fastify.a2a
+    // A blocking call: only the task's end, or shutdown's refusal, answers it.
+    const answer = post(server.endpoint, { jsonrpc: '2.0', id: 'stubborn', method: 'SendMessage', params: { message: userMessage('stubborn') } })
+    let task: any
+    await eventually(async () => { [task] = (await taskStore.list({ status: 'TASK_STATE_WORKING', pageSize: 1 }, { tenant: '' })).tasks; return task !== undefined })
+    broken = true
+    const started = Date.now()
+    const closing = server.close()
+    const closedInTime = await Promise.race([
+      closing.then(() => true),
+      new Promise<boolean>(resolve => setTimeout(() => resolve(false), completionGrace + 2 * taskGrace + 1500))
+    ])
+    if (!closedInTime) {
+      // The old shutdown waits for the write, or the call, for ever: let them through, so that the test ends.
+      broken = false
+      for (const release of hung) release()
+      server.fastify.server.closeAllConnections()
+      await closing.catch(() => {})
+    }
+    t.ok(closedInTime, `close() ended within completionGrace + 2 × taskGrace and some slack (${Date.now() - started} ms)`)
+    t.same((await answer.catch(() => undefined))?.body, { jsonrpc: '2.0', id: 'stubborn', error: unavailable }, 'the call is answered as shutdown refuses one')
+    t.same(server.fastify.a2a.lastShutdownReport, { drained: 0, cancelled: 0, abandoned: 1, streamsEnded: 0, webSocketsClosed: 0 })
+    t.equal(handler.runningExecutions, 0)
+    t.equal((await taskStore.get(task.id, { tenant: '' }))?.status.state, 'TASK_STATE_WORKING', 'the task is left as stored')
+  })
+}
+
 t.test('a turn whose inline push config was checked leaves nothing behind for shutdown to stop: 1,000 such turns hold no promise', async t => {
   const receiver = await startReceiver()
   const server = await startServer({ push: { allow: ['127.0.0.1'], retryDelay: 1 } })

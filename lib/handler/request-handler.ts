@@ -4,7 +4,8 @@ import { newId } from '../ids.js'
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import {
   type A2AError, ContentTypeNotSupportedError, ExtendedAgentCardNotConfiguredError, InvalidAgentResponseError, isA2AError, PushNotificationNotSupportedError,
-  TaskNotCancelableError, TaskNotFoundError, TaskTerminalError, UnavailableError, UnsupportedOperationError, invalidParams, isUnreachable, shuttingDown, toA2AError
+  TaskNotCancelableError, TaskNotFoundError, TaskTerminalError, UnavailableError, UnsupportedOperationError, invalidParams, isUnreachable, retryInfo, shuttingDown,
+  toA2AError
 } from '../errors/index.js'
 import type { BusListener, EventBus } from '../bus/types.js'
 import { ORPHAN_MESSAGE, type OrphanPolicy, type TaskKey } from '../cluster/types.js'
@@ -60,6 +61,13 @@ export interface RequestHandlerOptions {
   /** An execution still running after this many ms is aborted and its task FAILED. Default 1 hour. */
   executorTimeout?: number
   /**
+   * How long a stream of a task (SubscribeToTask, a resent message's stream) and a resent
+   * SendMessage wait for the bus to follow the task (`EventBus.ready`), in ms; past it the call
+   * is refused with Unavailable. CancelTask across instances waits for it within its `cancelTimeout`.
+   * Default 5,000.
+   */
+  busReadyTimeout?: number
+  /**
    * Media types the agent accepts (the card's input modes); a message part declaring
    * another `mediaType` is refused with ContentTypeNotSupported. Undefined accepts any.
    */
@@ -88,6 +96,14 @@ export interface RequestHandlerOptions {
   logger: Logger
 }
 
+/** A stream's subscription to its task's events, from a snapshot of the task on (RequestHandler.#subscribeTo). */
+interface SnapshotSubscription {
+  /** Reads the snapshot: the task as it is now. */
+  read (): Promise<Task>
+  /** The events held since the subscription go to the stream (after the snapshot), then each as it comes. */
+  release (): void
+}
+
 /** Which task an event belongs to. */
 export interface TaskRef {
   taskId: string
@@ -96,6 +112,9 @@ export interface TaskRef {
 }
 
 export const DEFAULT_EXECUTOR_TIMEOUT = 3_600_000
+export const DEFAULT_BUS_READY_TIMEOUT = 5_000
+/** The RetryInfo of a call refused because the bus did not follow its task in time. */
+const BUS_RETRY_MS = 1000
 const DEFAULT_PAGE_SIZE = 50
 /** The default tenant's scope, shared: a scope is never changed. */
 const DEFAULT_SCOPE: Scope = Object.freeze({ tenant: '' })
@@ -440,6 +459,7 @@ class TurnEvents implements ExecutionEvents {
 export class RequestHandler {
   readonly #options: RequestHandlerOptions
   readonly #executorTimeout: number
+  readonly #busReadyTimeout: number
   /** The running executions, each dropped once it returns; those still held at `executorTimeout` time out. */
   readonly #deadlines: DeadlineQueue<Execution>
   /** The task store's immediate operations, when it has them (see #enqueue). */
@@ -477,6 +497,7 @@ export class RequestHandler {
     this.#executorTimeout = options.executorTimeout ?? DEFAULT_EXECUTOR_TIMEOUT
     this.#deadlines = new DeadlineQueue(this.#executorTimeout, execution => this.#timedOut(execution))
     this.#immediate = options.taskStore.immediate
+    this.#busReadyTimeout = options.busReadyTimeout ?? DEFAULT_BUS_READY_TIMEOUT
   }
 
   get bus (): EventBus {
@@ -545,24 +566,48 @@ export class RequestHandler {
 
   /**
    * Shutdown: stops waiting for executions that ignored their aborted signal. Each task is
-   * marked CANCELED now; whatever its executor emits later is ignored. An execution that made
-   * no task yet has its call answered Unavailable (shutting down). Returns how many.
+   * marked CANCELED now, within `within` ms; whatever its executor emits later is ignored. An
+   * execution that made no task yet, or whose task could not be marked in time (a store that
+   * failed or does not answer), has its call answered Unavailable (shutting down). Returns how many.
    */
-  async abandonExecutions (): Promise<number> {
-    const abandoned: Promise<void>[] = []
+  async abandonExecutions (within: number): Promise<number> {
+    const writes: Promise<void>[] = []
+    /** The executions of each run whose CANCELED is not written yet: their turns end here if it is not in time. */
+    const unwritten = new Map<TaskRun, Execution[]>()
     let count = 0
     for (const run of this.#runs.values()) {
       if (run.executions.length === 0) continue
       count += run.executions.length
+      const turns: Execution[] = []
       for (const execution of run.executions) {
         execution.fenced = 'abandoned'
         if (run.state === undefined) this.#ended(execution, shuttingDown())
+        else turns.push(execution)
       }
+      unwritten.set(run, turns)
       run.executions.length = 0
-      abandoned.push(this.#enqueue(run, this.#endTask(run, 'TASK_STATE_CANCELED', 'the server shut down before the agent finished')).catch((error: unknown) => this.#options.logger.error({ err: error, taskId: run.taskId }, 'could not cancel an abandoned task')))
+      writes.push(this.#enqueue(run, this.#endTask(run, 'TASK_STATE_CANCELED', 'the server shut down before the agent finished')).then(() => {
+        unwritten.delete(run)
+      }, (error: unknown) => {
+        this.#options.logger.error({ err: error, taskId: run.taskId }, 'could not cancel an abandoned task')
+        this.#abandonedUnwritten(unwritten, run)
+      }))
     }
-    await Promise.all(abandoned)
+    // Both promises are this call's own: the race leaves nothing on a promise that lives on.
+    let timer: NodeJS.Timeout | undefined
+    await Promise.race([Promise.all(writes), new Promise(resolve => { timer = setTimeout(resolve, within) })])
+    clearTimeout(timer)
+    for (const run of unwritten.keys()) {
+      this.#options.logger.error({ taskId: run.taskId }, 'could not cancel an abandoned task within the shutdown\'s grace: left as stored')
+      this.#abandonedUnwritten(unwritten, run)
+    }
     return count
+  }
+
+  /** The CANCELED of an abandoned run was not written: its turns are answered as shutdown refuses a call. */
+  #abandonedUnwritten (unwritten: Map<TaskRun, Execution[]>, run: TaskRun): void {
+    for (const execution of unwritten.get(run) as Execution[]) execution.ended(shuttingDown())
+    unwritten.delete(run)
   }
 
   /** Shutdown: fails every stream still open with `error`; returns how many. */
@@ -671,7 +716,7 @@ export class RequestHandler {
       throw error
     }
     if (turn.resentTo !== undefined) return await this.#followResend(turn, turn.scope, queue)
-    this.#follow(turn.run, queue)
+    this.#follow(turn.run.topic, queue)
     queue.onClose(turn.unsubscribe)
     return queue
   }
@@ -758,21 +803,26 @@ export class RequestHandler {
     this.requireCapability('streaming')
     const task = await this.#loadTask(params.id, context)
     this.#refuseTerminal(task, 'subscribe')
+    const scope = this.#scope(context)
+    const topic = topicOf(scope.tenant, task.id)
     const queue = this.#openStream()
-    const run = this.#runFor(this.#scope(context), task)
-    this.#follow(run, queue)
-    const deliver = (event: StreamResponse) => {
-      queue.push(event)
-      if (endsSubscription(event)) queue.end()
-    }
+    this.#follow(topic, queue)
     try {
+      const subscription = this.#subscribeTo(queue, topic, task.id, scope, (event) => {
+        queue.push(event)
+        if (endsSubscription(event)) queue.end()
+      })
+      // Outside the task's changes: a bus slow to follow the task holds this call, not the task.
+      await this.#busFollows(topic, task.id, queue)
+      const run = this.#runFor(scope, task)
       await this.#enqueue(run, awaiting(async () => {
-        // Subscription and snapshot happen between two changes of this process, so no local
-        // event is lost or repeated; those of other instances are sorted out by their versions.
-        const { task: current, release } = await this.#fromSnapshot(queue, run.topic, task.id, run.scope, deliver)
+        // The snapshot is read between two changes of this process, so no local event is lost
+        // or repeated; those of other instances are sorted out by their versions.
+        const current = await subscription.read()
+        this.#takeStoredState(run, current)
         this.#refuseTerminal(current, 'subscribe')
         queue.push({ task: current })
-        release()
+        subscription.release()
       }))
     } catch (error) {
       // The stream was never handed out: it closes here, with its subscription.
@@ -783,15 +833,16 @@ export class RequestHandler {
   }
 
   /**
-   * Subscribes `deliver` to the task's events, then reads the task with its version (and
-   * copies it, as it is at that version). Events arriving meanwhile wait until `release()`,
-   * for the snapshot to go first. An event the snapshot holds (another instance stored it
-   * before the read, and it arrived after the subscription) is dropped by its version, before
-   * the release or after: the stream has each event once, in the snapshot or after it.
+   * Subscribes `deliver` to the task's events; `read()` then reads the task with its version
+   * (and copies it, as it is at that version). Events arriving meanwhile wait until `release()`,
+   * for the snapshot to go first. Those that arrived before the read are in it (an event is
+   * published once stored) and are dropped; one the snapshot holds that arrived during the read
+   * (another instance stored it before, and published it after) is dropped by its version,
+   * before the release or after: the stream has each event once, in the snapshot or after it.
    */
-  async #fromSnapshot (
+  #subscribeTo (
     queue: EventQueue<StreamResponse>, topic: string, taskId: string, scope: Scope, deliver: (event: StreamResponse) => void
-  ): Promise<{ task: Task, release: () => void }> {
+  ): SnapshotSubscription {
     const { bus } = this.#options
     let held: Array<[StreamResponse, number | undefined]> | undefined = []
     let snapshotVersion: number | undefined
@@ -799,15 +850,47 @@ export class RequestHandler {
       if (version === undefined || snapshotVersion === undefined || version > snapshotVersion) deliver(event)
     }
     queue.onClose(bus.subscribe(topic, (event, version) => { if (held === undefined) pass(event, version); else held.push([event, version]) }))
-    await bus.ready?.(topic)
-    const snapshot = await this.#loadSnapshot(taskId, scope)
-    snapshotVersion = snapshot.version
-    const release = () => {
-      const waiting = held ?? []
-      held = undefined
-      for (const [event, version] of waiting) pass(event, version)
+    return {
+      read: async () => {
+        (held as unknown[]).length = 0
+        const snapshot = await this.#loadSnapshot(taskId, scope)
+        snapshotVersion = snapshot.version
+        return projectTask(snapshot.task)
+      },
+      release: () => {
+        const waiting = held as Array<[StreamResponse, number | undefined]>
+        held = undefined
+        for (const [event, version] of waiting) pass(event, version)
+      }
     }
-    return { task: projectTask(snapshot.task), release }
+  }
+
+  /**
+   * Waits until events other instances publish on `topic` reach this process (EventBus.ready),
+   * for at most `busReadyTimeout`: past it the call is refused with Unavailable, and once shutdown
+   * ended `queue` (the stream the wait is for) with the shutdown's refusal.
+   */
+  async #busFollows (topic: string, taskId: string, queue?: EventQueue<StreamResponse>): Promise<void> {
+    const outcome = await this.#busReady(topic, this.#busReadyTimeout, queue)
+    if (outcome === 'closed') throw shuttingDown()
+    if (outcome === 'late') {
+      throw new UnavailableError(`the event bus did not follow task ${taskId} within ${this.#busReadyTimeout} ms`)
+        .with({ metadata: { taskId }, details: [retryInfo(BUS_RETRY_MS)] })
+    }
+  }
+
+  /** EventBus.ready, bounded: `ready` (or no such wait on this bus), `late` after `ms`, `closed` once `queue` closed first. */
+  async #busReady (topic: string, ms: number, queue?: EventQueue<StreamResponse>): Promise<'ready' | 'late' | 'closed'> {
+    const ready = this.#options.bus.ready?.(topic)
+    if (ready === undefined) return 'ready'
+    let timer: NodeJS.Timeout | undefined
+    // Every promise here is this call's own (ready() makes one per call): nothing is left on one that lives on.
+    const outcome = await new Promise<'ready' | 'late' | 'closed'>((resolve, reject) => {
+      timer = setTimeout(resolve, ms, 'late')
+      ready.then(() => resolve('ready'), reject)
+      queue?.onClose(() => resolve('closed'))
+    }).finally(() => clearTimeout(timer))
+    return outcome
   }
 
   async createTaskPushNotificationConfig (params: CreateTaskPushNotificationConfigRequest, context: CallContext): Promise<TaskPushNotificationConfig> {
@@ -1259,8 +1342,7 @@ export class RequestHandler {
   }
 
   /** `queue` reads the task's events: the executor of this turn and of every later one keeps to its pace (#statusEvent). */
-  #follow (run: TaskRun, queue: EventQueue<StreamResponse>): void {
-    const { topic } = run
+  #follow (topic: string, queue: EventQueue<StreamResponse>): void {
     let followers = this.#followers.get(topic)
     if (followers === undefined) this.#followers.set(topic, followers = new Set())
     followers.add(queue)
@@ -1601,11 +1683,13 @@ export class RequestHandler {
     const key = { tenant: scope.tenant, taskId: task.id }
     const topic = topicOf(scope.tenant, task.id)
     const wakeup = new Wakeup()
+    const { cancelTimeout, heartbeatInterval } = cluster.options
+    // From the call on: a bus slow to follow the task takes from it. The loop reads the store
+    // anyway; the bus only wakes it up early.
+    const deadline = Date.now() + cancelTimeout
     const unsubscribe = bus.subscribe(topic, (event) => { if (endsSubscription(event)) wakeup.wake() })
     try {
-      await bus.ready?.(topic)
-      const { cancelTimeout, heartbeatInterval } = cluster.options
-      const deadline = Date.now() + cancelTimeout
+      await this.#busReady(topic, Math.min(cancelTimeout, this.#busReadyTimeout))
       for (;;) {
         const current = await this.#loadIn(task.id, scope)
         // Ended otherwise meanwhile (completed, failed): refused, as a cancel here would be.
@@ -1669,7 +1753,8 @@ export class RequestHandler {
       wakeup.wake()
     })
     try {
-      await bus.ready?.(topic)
+      // Its direct reply would be missed: refused, worth another try, rather than run again.
+      await this.#busFollows(topic, key.taskId)
       for (;;) {
         if (reply !== undefined) return { resentTo: key.taskId, reply }
         if (await taskStore.get(key.taskId, { tenant: key.tenant }) !== undefined) return { resentTo: key.taskId }
@@ -1706,13 +1791,15 @@ export class RequestHandler {
     }
     const cluster = this.#options.cluster as ClusterMember
     const taskId = resend.resentTo
-    const deliver = (event: StreamResponse) => {
-      queue.push(event)
-      if (endsTurn(event)) queue.end()
-    }
-    let task: Task, release: () => void, running: boolean
+    const topic = topicOf(scope.tenant, taskId)
+    let task: Task, subscription: SnapshotSubscription, running: boolean
     try {
-      ({ task, release } = await this.#fromSnapshot(queue, topicOf(scope.tenant, taskId), taskId, scope, deliver))
+      subscription = this.#subscribeTo(queue, topic, taskId, scope, (event) => {
+        queue.push(event)
+        if (endsTurn(event)) queue.end()
+      })
+      await this.#busFollows(topic, taskId, queue)
+      task = await subscription.read()
       running = (await cluster.owners({ tenant: scope.tenant, taskId })).length > 0
     } catch (error) {
       queue.return()
@@ -1721,7 +1808,7 @@ export class RequestHandler {
     queue.push({ task })
     const { state } = task.status
     if (isTerminal(state) || (isInterrupted(state) && !running)) queue.end()
-    release()
+    subscription.release()
     this.#watchResend(cluster, queue, taskId, scope)
     return queue
   }

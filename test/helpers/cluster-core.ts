@@ -6,8 +6,8 @@ import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import type { Test } from 'tap'
 import {
-  ORPHAN_MESSAGE, openPostgresStores, redisBus, type A2APluginOptions, type ClusterMember, type ClusterOptions, type ClusterStore, type PostgresStores,
-  type TaskStore
+  ORPHAN_MESSAGE, openPostgresStores, redisBus, type A2APluginOptions, type ClusterMember, type ClusterOptions, type ClusterStore, type EventBus,
+  type PostgresStores, type TaskStore
 } from '../../lib/index.js'
 import { dropSchemas, requirePostgres, uniqueSchema } from './postgres.js'
 import { requireRedis } from './redis.js'
@@ -30,6 +30,8 @@ export interface InstanceOptions {
   wrapStore?: (store: ClusterStore) => ClusterStore
   /** Wraps the task store, likewise. */
   wrapTaskStore?: (store: TaskStore) => TaskStore
+  /** Wraps the instance's bus, likewise (the instance closes the bus it wraps). */
+  wrapBus?: (bus: EventBus) => EventBus
 }
 
 export interface TestCluster {
@@ -67,13 +69,15 @@ export async function testCluster (t: Test): Promise<TestCluster | undefined> {
   return {
     rows,
     leases: async (taskId) => (await rows('a2a_task_leases', 'task_id = $1', [taskId])).map(row => row.owner),
-    async start ({ options = {}, cluster = {}, wrapStore = (store: ClusterStore) => store, wrapTaskStore = (store: TaskStore) => store }: InstanceOptions = {}) {
+    async start ({
+      options = {}, cluster = {}, wrapStore = (store: ClusterStore) => store, wrapTaskStore = (store: TaskStore) => store, wrapBus = (bus: EventBus) => bus
+    }: InstanceOptions = {}) {
       const stores = await openPostgresStores({ connectionString: url, schema })
       const bus = redisBus({ url: redisUrl, channelPrefix })
       const server = await startServer({
         taskStore: wrapTaskStore(stores.taskStore),
         pushConfigStore: stores.pushConfigStore,
-        bus,
+        bus: wrapBus(bus),
         // A test instance that is cut off cannot write its tasks' end: no need to wait for it.
         shutdown: { completionGrace: 50, taskGrace: 50 },
         ...options,
