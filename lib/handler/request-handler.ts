@@ -488,6 +488,10 @@ export class RequestHandler {
   #refusingTurns = false
   /** Turns checking their inline push config: shutdown stops their wait (#checkInlineConfig). */
   readonly #checking = new Set<() => void>()
+  /** The streams that read their task's snapshot (#subscribeTo): each reads it again when the bus resubscribes. */
+  readonly #resyncs = new Set<() => void>()
+  /** Removes the handler's listener of the bus's resubscriptions. */
+  readonly #stopResyncs: (() => void) | undefined
   /** The next try of each task's final state that the store failed to write (#retryEnd), with the task's id. */
   readonly #retries = new Map<NodeJS.Timeout, string>()
   /** The handler closed: a final state that fails is not tried again. */
@@ -513,6 +517,7 @@ export class RequestHandler {
     this.#immediate = options.taskStore.immediate
     this.#busReadyTimeout = options.busReadyTimeout ?? DEFAULT_BUS_READY_TIMEOUT
     this.#finalStateRetry = options.finalStateRetry ?? DEFAULT_FINAL_STATE_RETRY
+    this.#stopResyncs = options.bus.onResubscribe?.(() => { for (const resync of this.#resyncs) resync() })
   }
 
   get bus (): EventBus {
@@ -634,7 +639,8 @@ export class RequestHandler {
 
   /**
    * Shutdown, once the work is drained: the timer that bounds executions (`executorTimeout`) is
-   * cleared, and a final state still to be tried again is given up (the stores close next).
+   * cleared, a final state still to be tried again is given up (the stores close next), and the
+   * bus's resubscriptions are no longer followed.
    */
   close (): void {
     this.#closed = true
@@ -644,6 +650,7 @@ export class RequestHandler {
       this.#options.logger.error({ taskId }, 'could not write the final state of a task before shutdown: left as stored')
     }
     this.#retries.clear()
+    this.#stopResyncs?.()
   }
 
   // ---- work the cluster hands this instance (lib/cluster) ----------------------------------
@@ -863,28 +870,56 @@ export class RequestHandler {
    * published once stored) and are dropped; one the snapshot holds that arrived during the read
    * (another instance stored it before, and published it after) is dropped by its version,
    * before the release or after: the stream has each event once, in the snapshot or after it.
+   *
+   * When the bus resubscribes after a lost connection (EventBus.onResubscribe), events of other
+   * instances may have been missed: the task is read again, and when it is at a later version
+   * than any the stream has, the stream gets it whole (a `task` event; it ends the stream when
+   * terminal), and the events it holds are dropped by their versions as after the first snapshot.
    */
   #subscribeTo (
     queue: EventQueue<StreamResponse>, topic: string, taskId: string, scope: Scope, deliver: (event: StreamResponse) => void
   ): SnapshotSubscription {
     const { bus } = this.#options
     let held: Array<[StreamResponse, number | undefined]> | undefined = []
+    /** Events of this version or earlier are in a snapshot the stream has. */
     let snapshotVersion: number | undefined
+    /** The latest version the stream has, in a snapshot or an event. */
+    let latest: number | undefined
+    /** The bus resubscribed before the release: the task is read again after it. */
+    let resubscribed = false
     const pass = (event: StreamResponse, version: number | undefined) => {
-      if (version === undefined || snapshotVersion === undefined || version > snapshotVersion) deliver(event)
+      if (version === undefined || snapshotVersion === undefined) return deliver(event)
+      if (version <= snapshotVersion) return
+      latest = Math.max(latest as number, version)
+      deliver(event)
     }
     queue.onClose(bus.subscribe(topic, (event, version) => { if (held === undefined) pass(event, version); else held.push([event, version]) }))
+    const catchUp = async () => {
+      const snapshot = await this.#loadSnapshot(taskId, scope)
+      if (snapshot.version !== undefined && snapshot.version <= (latest as number)) return
+      snapshotVersion = latest = snapshot.version
+      deliver({ task: projectTask(snapshot.task) })
+    }
+    const resync = () => {
+      if (held !== undefined) resubscribed = true
+      else catchUp().catch((error: unknown) => queue.fail(error))
+    }
+    if (bus.onResubscribe !== undefined) {
+      this.#resyncs.add(resync)
+      queue.onClose(() => this.#resyncs.delete(resync))
+    }
     return {
       read: async () => {
         (held as unknown[]).length = 0
         const snapshot = await this.#loadSnapshot(taskId, scope)
-        snapshotVersion = snapshot.version
+        snapshotVersion = latest = snapshot.version
         return projectTask(snapshot.task)
       },
       release: () => {
         const waiting = held as Array<[StreamResponse, number | undefined]>
         held = undefined
         for (const [event, version] of waiting) pass(event, version)
+        if (resubscribed) resync()
       }
     }
   }
@@ -1856,9 +1891,10 @@ export class RequestHandler {
     const topic = topicOf(scope.tenant, taskId)
     let task: Task, subscription: SnapshotSubscription, running: boolean
     try {
+      // A task caught up with after the bus resubscribed ends the stream when terminal, as the snapshot does.
       subscription = this.#subscribeTo(queue, topic, taskId, scope, (event) => {
         queue.push(event)
-        if (endsTurn(event)) queue.end()
+        if (endsTurn(event) || endsSubscription(event)) queue.end()
       })
       await this.#busFollows(topic, taskId, queue)
       task = await subscription.read()
