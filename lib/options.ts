@@ -15,7 +15,7 @@ import type { TenancyOptions } from './interceptors/tenancy.js'
 import type { A2AInterceptor } from './interceptors/types.js'
 import type { AgentExecutor, CallContext } from './handler/executor.js'
 import type { DialectLimits } from './dispatcher/websocket-connection.js'
-import { DEFAULT_BUS_READY_TIMEOUT, DEFAULT_EXECUTOR_TIMEOUT } from './handler/request-handler.js'
+import { DEFAULT_BUS_READY_TIMEOUT, DEFAULT_EXECUTOR_TIMEOUT, DEFAULT_FINAL_STATE_RETRY } from './handler/request-handler.js'
 import { DEFAULT_MAX_JSON_DEPTH } from './json-guard.js'
 import { PUSH_DEFAULTS, type NormalizedPushOptions, type PushOptions } from './push/sender.js'
 import { WebhookGuard } from './push/ssrf.js'
@@ -167,6 +167,12 @@ export interface A2APluginOptions {
    * refused with -32603 Unavailable. Default 5,000.
    */
   busReadyTimeout?: number
+  /**
+   * When the store fails to write the final state an execution leaves its task in (FAILED,
+   * CANCELED), how long it is tried again, with backoff, in ms; then the task is left as stored
+   * and an error logged. 0 tries once. Default 300,000 (5 minutes).
+   */
+  finalStateRetry?: number
   /** Graceful shutdown on `fastify.close()`. */
   shutdown?: ShutdownOptions
   /** Cache-Control max-age of the agent card, in seconds. Default 300. */
@@ -231,6 +237,7 @@ export interface NormalizedOptions {
   maxJsonDepth: number
   executorTimeout: number
   busReadyTimeout: number
+  finalStateRetry: number
   shutdown: NormalizedShutdownOptions
   cardMaxAge: number
   allowUndeclaredInputModes: boolean
@@ -668,6 +675,7 @@ export function normalizeOptions (options: A2APluginOptions): NormalizedOptions 
     maxJsonDepth: jsonDepth(options.maxJsonDepth),
     executorTimeout: timerMs('executorTimeout', options.executorTimeout, DEFAULT_EXECUTOR_TIMEOUT, 1),
     busReadyTimeout: timerMs('busReadyTimeout', options.busReadyTimeout, DEFAULT_BUS_READY_TIMEOUT, 1),
+    finalStateRetry: timerMs('finalStateRetry', options.finalStateRetry, DEFAULT_FINAL_STATE_RETRY, 0),
     shutdown: shutdownOptions(group('shutdown', options.shutdown), options.websocket?.closeGrace),
     cardMaxAge: integer('cardMaxAge', options.cardMaxAge, 300, 0),
     allowUndeclaredInputModes: options.allowUndeclaredInputModes ?? false,

@@ -146,6 +146,7 @@ async function a2aPlugin (fastify: FastifyInstance, rawOptions: A2APluginOptions
     maxQueuedEvents: options.maxQueuedEvents,
     executorTimeout: options.executorTimeout,
     busReadyTimeout: options.busReadyTimeout,
+    finalStateRetry: options.finalStateRetry,
     onTaskEvent: push?.notify,
     checkPushConfig: push?.checkConfig,
     pushSettled: push === undefined ? undefined : (task) => push.recorded(task),

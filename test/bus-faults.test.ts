@@ -1,8 +1,9 @@
-// The handler over a bus that does not follow a task in time: a stream waits for the bus outside
-// the task's changes, so the task goes on meanwhile, and is refused Unavailable past
-// `busReadyTimeout` (or at shutdown).
+// The handler over a bus that does not follow a task in time, or loses events: a stream
+// waits for the bus outside the task's changes, so the task goes on meanwhile, and is refused
+// Unavailable past `busReadyTimeout` (or at shutdown); once the bus resubscribes after a loss, a
+// stream of the task reads it again and gets what it missed, the task as stored.
 import t from 'tap'
-import { MemoryEventBus, MemoryTaskStore, type AgentExecutor } from '../lib/index.js'
+import { MemoryEventBus, MemoryTaskStore, type AgentExecutor, type StreamResponse } from '../lib/index.js'
 import { eventually, openSse, post, result, startServer, userMessage } from './helpers/server.js'
 
 /** Gates the executor waits at, by name; `open(name)` lets it through once it is there. */
@@ -39,6 +40,29 @@ class SlowBus extends MemoryEventBus {
   follow!: () => void
   readonly #following = new Promise<void>(resolve => { this.follow = resolve })
   async ready (): Promise<void> { await this.#following }
+}
+
+/** The in-memory bus, losing every event while `down`; `resubscribe()` brings it back and tells its listeners. */
+class LossyBus extends MemoryEventBus {
+  down = false
+  readonly #resubscribed = new Set<() => void>()
+  override publish (topic: string, event: StreamResponse, version?: number): void {
+    if (!this.down) super.publish(topic, event, version)
+  }
+
+  onResubscribe (listener: () => void): () => void {
+    this.#resubscribed.add(listener)
+    return () => this.#resubscribed.delete(listener)
+  }
+
+  get resubscribeListeners (): number {
+    return this.#resubscribed.size
+  }
+
+  resubscribe (): void {
+    this.down = false
+    for (const listener of this.#resubscribed) listener()
+  }
 }
 
 /** Resolves with `promise`'s value, or with 'late' after `ms`. */
@@ -132,6 +156,118 @@ t.test('shutdown while a SubscribeToTask waits for the bus: answered Unavailable
     id: 'sub',
     error: { code: -32603, message: 'Service unavailable: the server is shutting down', data: [{ '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: '1s' }] }
   })
+})
+
+t.test('the bus resubscribes after losing events: a stream of the task gets it as stored, and ends when it is terminal', async t => {
+  const gate = gates()
+  const bus = new LossyBus()
+  const server = await startServer({ executor: stepper(gate), bus, shutdown: quickShutdown })
+  t.teardown(() => closeSoon(server))
+  const { task } = await result(server.endpoint, 'SendMessage', { message: userMessage('steps'), configuration: { returnImmediately: true } })
+  const stream = await openSse(server.endpoint, 'POST', { jsonrpc: '2.0', id: 'sub', method: 'SubscribeToTask', params: { id: task.id } }, 1)
+  bus.down = true
+  await gate.open('one')
+  await gate.open('two')
+  await eventually(async () => (await result(server.endpoint, 'GetTask', { id: task.id })).status.state === 'TASK_STATE_COMPLETED')
+  bus.resubscribe()
+  t.not(await within(stream.ended, 3000), 'late', 'the stream ended')
+  t.same(shapes(stream.events), ['task:TASK_STATE_WORKING', 'task:TASK_STATE_COMPLETED:one:two'], 'the snapshot, then the task as stored once the bus was back')
+})
+
+t.test('the bus resubscribes and nothing was lost: the stream gets nothing more, and goes on', async t => {
+  const gate = gates()
+  const bus = new LossyBus()
+  const server = await startServer({ executor: stepper(gate), bus, shutdown: quickShutdown })
+  t.teardown(() => closeSoon(server))
+  const { task } = await result(server.endpoint, 'SendMessage', { message: userMessage('steps'), configuration: { returnImmediately: true } })
+  const stream = await openSse(server.endpoint, 'POST', { jsonrpc: '2.0', id: 'sub', method: 'SubscribeToTask', params: { id: task.id } }, 1)
+  await gate.open('one')
+  await eventually(() => stream.events.length === 2)
+  bus.resubscribe()
+  // The catch-up's read is done by the time the store answers a call made after it.
+  await result(server.endpoint, 'GetTask', { id: task.id })
+  await gate.open('two')
+  await stream.ended
+  t.same(shapes(stream.events), ['task:TASK_STATE_WORKING', 'artifact:one', 'artifact:two', 'status:TASK_STATE_COMPLETED'])
+})
+
+t.test('the bus resubscribes while the stream waits for it: the snapshot read after covers what was lost', async t => {
+  const gate = gates()
+  class SlowLossyBus extends LossyBus {
+    follow!: () => void
+    readonly #following = new Promise<void>(resolve => { this.follow = resolve })
+    async ready (): Promise<void> { await this.#following }
+  }
+  const bus = new SlowLossyBus()
+  const server = await startServer({ executor: stepper(gate), bus, shutdown: quickShutdown })
+  t.teardown(() => closeSoon(server))
+  const { task } = await result(server.endpoint, 'SendMessage', { message: userMessage('steps'), configuration: { returnImmediately: true } })
+  const subscribing = openSse(server.endpoint, 'POST', { jsonrpc: '2.0', id: 'sub', method: 'SubscribeToTask', params: { id: task.id } }, 1)
+  await eventually(() => bus.listenerCount() === 1)
+  bus.down = true
+  await gate.open('one')
+  bus.resubscribe()
+  bus.follow()
+  const stream = await subscribing
+  await gate.open('two')
+  await stream.ended
+  t.same(shapes(stream.events), ['task:TASK_STATE_WORKING:one', 'artifact:two', 'status:TASK_STATE_COMPLETED'], 'each event once')
+})
+
+t.test('a store without versions: a resubscription always sends the task as stored (it cannot tell what was missed)', async t => {
+  const gate = gates()
+  const bus = new LossyBus()
+  const taskStore = new MemoryTaskStore()
+  Object.defineProperty(taskStore, 'getVersioned', { value: undefined })
+  const server = await startServer({ executor: stepper(gate), bus, taskStore, shutdown: quickShutdown })
+  t.teardown(() => closeSoon(server))
+  const { task } = await result(server.endpoint, 'SendMessage', { message: userMessage('steps'), configuration: { returnImmediately: true } })
+  const stream = await openSse(server.endpoint, 'POST', { jsonrpc: '2.0', id: 'sub', method: 'SubscribeToTask', params: { id: task.id } }, 1)
+  bus.resubscribe()
+  await eventually(() => stream.events.length === 2)
+  await gate.open('one')
+  await gate.open('two')
+  await stream.ended
+  t.same(shapes(stream.events), ['task:TASK_STATE_WORKING', 'task:TASK_STATE_WORKING', 'artifact:one', 'artifact:two', 'status:TASK_STATE_COMPLETED'])
+})
+
+t.test('the store fails the read after a resubscription: the stream ends Unavailable, for its client to subscribe again', async t => {
+  const gate = gates()
+  const bus = new LossyBus()
+  let failing = false
+  class FailingReads extends MemoryTaskStore {
+    override async getVersioned (...args: Parameters<MemoryTaskStore['getVersioned']>) {
+      if (failing) throw Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' })
+      return await super.getVersioned(...args)
+    }
+  }
+  const server = await startServer({ executor: stepper(gate), bus, taskStore: new FailingReads(), shutdown: quickShutdown })
+  t.teardown(async () => {
+    await gate.open('one')
+    await gate.open('two')
+    await closeSoon(server)
+  })
+  const { task } = await result(server.endpoint, 'SendMessage', { message: userMessage('steps'), configuration: { returnImmediately: true } })
+  const stream = await openSse(server.endpoint, 'POST', { jsonrpc: '2.0', id: 'sub', method: 'SubscribeToTask', params: { id: task.id } }, 1)
+  failing = true
+  bus.resubscribe()
+  await stream.ended
+  t.same(stream.events.at(-1), {
+    event: 'error',
+    data: {
+      jsonrpc: '2.0',
+      id: 'sub',
+      error: { code: -32603, message: 'Service unavailable: a service the agent needs cannot be reached', data: [{ '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: '1s' }] }
+    }
+  })
+})
+
+t.test('a closed handler no longer follows the bus\'s resubscriptions', async t => {
+  const bus = new LossyBus()
+  const server = await startServer({ bus })
+  t.equal(bus.resubscribeListeners, 1)
+  await server.close()
+  t.equal(bus.resubscribeListeners, 0)
 })
 
 t.test('busReadyTimeout is checked', async t => {

@@ -3,15 +3,17 @@
 // NOTIFY's 8000-byte limit go through a table, in order with the others; old overflow
 // rows are swept; a burst of tens of thousands arrives whole and in order; close() sends
 // what is still queued; a lost listening connection is made again, however many tries that
-// takes; against a database that never answers, queued publishes are lost after
-// connectionTimeout and close() returns; connections that go silent (no reset) are noticed:
-// the listening one by its check or a LISTEN past queryTimeout, a publish past queryTimeout is
-// lost, and close() cuts them after closeTimeout; options are checked.
+// takes, and a stream of a task that ended meanwhile then gets it as stored; against a
+// database that never answers, queued publishes are lost after connectionTimeout and close()
+// returns; connections that go silent (no reset) are noticed: the listening one by its check
+// or a LISTEN past queryTimeout, a publish past queryTimeout is lost, and close() cuts them
+// after closeTimeout; options are checked.
 import net from 'node:net'
 import pg from 'pg'
 import t, { type Test } from 'tap'
 import { InvalidOptionError, PostgresEventBus, postgresBus, type BusCommand, type StreamResponse } from '../lib/index.js'
 import { busContract } from './helpers/bus-contract.js'
+import { streamAcrossGap } from './helpers/bus-gap.js'
 import { eventually } from './helpers/server.js'
 import { dataOnlyRole, dropSchemas, postgresProxy, requirePostgres, uniqueSchema } from './helpers/postgres.js'
 
@@ -188,6 +190,28 @@ if (url !== undefined) {
     t.same(events.get(topic)?.[0], sent(topic), 'a channel followed before the loss is LISTENed again')
     t.same(events.get(later)?.[0], sent(later), 'a channel followed during the loss is LISTENed')
     t.same(commands[0], command, 'the command channel is LISTENed again')
+  })
+
+  t.test('a stream on B whose listening connection is lost as the task ends on A: once B LISTENs again it gets the task as stored, and ends', async t => {
+    const applicationName = `a2a_bus_gap_${process.pid}`
+    const onB = new URL(url)
+    onB.searchParams.set('application_name', applicationName)
+    const busB = postgresBus({ connectionString: onB.href, channelPrefix: prefix })
+    let resubscribed = 0
+    const stop = busB.onResubscribe(() => resubscribed++)
+    t.teardown(stop)
+    const { events, ended } = await streamAcrossGap(t, postgresBus({ connectionString: url, channelPrefix: prefix }), busB, async () => {
+      const { rows } = await pool.query("SELECT pid, pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1 AND query LIKE 'LISTEN%'", [applicationName])
+      t.equal(rows.length, 1, 'B\'s listening connection, terminated')
+      // Gone: nothing NOTIFYed from now on reaches it.
+      while ((await pool.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [rows[0].pid])).rowCount !== 0) await new Promise(resolve => setTimeout(resolve, 10))
+    })
+    t.ok(ended, 'the stream ended')
+    t.same(events.map(({ data }) => data.result.task === undefined ? data : [data.result.task.status.state, data.result.task.artifacts?.[0].parts[0].text]), [
+      ['TASK_STATE_WORKING', undefined],
+      ['TASK_STATE_COMPLETED', 'done']
+    ], 'the snapshot, then the task as stored once B listened again')
+    t.equal(resubscribed, 1, 'the bus told its listeners once')
   })
 
   t.test('a bus closed while it has no listening connection tries no more', async t => {

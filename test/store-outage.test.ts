@@ -2,15 +2,161 @@
 // get Unavailable with a RetryInfo, worth another attempt, not an internal error; once the
 // database is back, the same server serves again. A connection lost during a transaction
 // crashes nothing; one gone silent holds a statement queryTimeout at most, and close()
-// closeTimeout at most.
+// closeTimeout at most. The final state an execution leaves its task in, when the store fails
+// it, is tried again until the store is back (`finalStateRetry`), so the task is not left
+// running without an executor.
+import Fastify from 'fastify'
 import pg from 'pg'
 import t, { type Test } from 'tap'
-import { openPostgresStores, type Task } from '../lib/index.js'
+import { a2aWebSocket, MemoryTaskStore, openPostgresStores, type A2APluginOptions, type AgentExecutor, type Task, type TaskStore } from '../lib/index.js'
 import { toA2AError } from '../lib/errors/index.js'
+import { conformanceCard } from '../examples/agent.js'
+import { logLines } from './helpers/logs.js'
 import { dropSchemas, postgresProxy, requirePostgres, uniqueSchema } from './helpers/postgres.js'
 import { rest } from './helpers/rest.js'
-import { call, eventually, result, startServer, userMessage } from './helpers/server.js'
+import { call, eventually, openSse, result, startServer, userMessage } from './helpers/server.js'
 import { timeoutsMadeIn } from './helpers/timers.js'
+
+const econnreset = () => Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' })
+
+/** The memory store, whose writes fail (ECONNRESET) while `mode` is `throw`, and wait for `release()` first while it is `hang`. */
+class FlakyStore extends MemoryTaskStore {
+  mode: 'up' | 'throw' | 'hang' = 'up'
+  writes = 0
+  readonly #hung: Array<() => void> = []
+  get hung (): number { return this.#hung.length }
+  release (): void { for (const resume of this.#hung.splice(0)) resume() }
+  async #write (): Promise<void> {
+    this.writes++
+    if (this.mode === 'hang') await new Promise<void>(resolve => this.#hung.push(resolve))
+    if (this.mode !== 'up') throw econnreset()
+  }
+
+  override async create (...args: Parameters<MemoryTaskStore['create']>) {
+    await this.#write()
+    return await super.create(...args)
+  }
+
+  override async update (...args: Parameters<MemoryTaskStore['update']>) {
+    await this.#write()
+    return await super.update(...args)
+  }
+}
+
+/** WORKING, then it waits for `finish()` and completes: a write the store fails there rejects, and the executor throws. */
+function finishing (): { executor: AgentExecutor, finish: () => void } {
+  let finish!: () => void
+  const finished = new Promise<void>(resolve => { finish = resolve })
+  return {
+    finish,
+    executor: {
+      async execute (_context, events) {
+        await events.working()
+        await finished
+        await events.completed()
+      }
+    }
+  }
+}
+
+/** A server whose log lines (warn and up) the test reads. */
+async function loggingServer (t: Test, options: Partial<A2APluginOptions> & { taskStore: TaskStore, executor: AgentExecutor }) {
+  const { stream, lines } = logLines()
+  const fastify = Fastify({ logger: { level: 'warn', stream } })
+  await fastify.register(a2aWebSocket, { card: conformanceCard, shutdown: { completionGrace: 50, taskGrace: 50 }, ...options })
+  await fastify.listen({ host: '127.0.0.1', port: 0 })
+  const endpoint = `http://127.0.0.1:${(fastify.server.address() as { port: number }).port}`
+  t.teardown(() => fastify.close())
+  const logged = (message: string) => lines.map(line => JSON.parse(line)).filter(entry => entry.msg === message)
+  return { fastify, endpoint, logged }
+}
+
+const TRYING_AGAIN = 'could not write the final state of a task: trying again'
+const GIVEN_UP = 'could not write the final state of a task: given up, the task is left as stored'
+
+t.test('the store fails the final state of a task: the call gets Unavailable, and once the store is back the task ends as it should (FAILED, the agent failed)', async t => {
+  const taskStore = new FlakyStore()
+  const { executor, finish } = finishing()
+  const { endpoint, logged } = await loggingServer(t, { taskStore, executor })
+  const stream = await openSse(endpoint, 'POST', { jsonrpc: '2.0', id: 's', method: 'SendStreamingMessage', params: { message: userMessage('x') } }, 2)
+  const taskId = stream.events[0]?.data.result.task.id
+  taskStore.mode = 'throw'
+  finish()
+  await stream.ended
+  t.equal(stream.events.at(-1)?.data.error.message, 'Service unavailable: a service the agent needs cannot be reached', 'the stream ends Unavailable')
+  await eventually(() => logged(TRYING_AGAIN).length === 1)
+  t.match(logged(TRYING_AGAIN)[0], { taskId, state: 'TASK_STATE_FAILED', err: { code: 'ECONNRESET' } })
+  t.equal((await result(endpoint, 'GetTask', { id: taskId })).status.state, 'TASK_STATE_WORKING', 'the store still says WORKING')
+  taskStore.mode = 'up'
+  await eventually(async () => (await result(endpoint, 'GetTask', { id: taskId })).status.state === 'TASK_STATE_FAILED')
+  const task = await result(endpoint, 'GetTask', { id: taskId })
+  t.same(task.status.message.parts, [{ text: 'the agent failed' }], 'FAILED as the executor\'s throw leaves it')
+  const subscribe = await call(endpoint, 'SubscribeToTask', { id: taskId })
+  t.equal(subscribe.error.code, -32004, 'a later SubscribeToTask is refused: the task is over')
+  t.same(logged(GIVEN_UP), [])
+})
+
+t.test('finalStateRetry bounds the tries: past it the task is left as stored, with an error logged', async t => {
+  for (const finalStateRetry of [0, 300]) {
+    const taskStore = new FlakyStore()
+    const { executor, finish } = finishing()
+    const { endpoint, logged } = await loggingServer(t, { taskStore, executor, finalStateRetry })
+    const { task } = await result(endpoint, 'SendMessage', { message: userMessage('x'), configuration: { returnImmediately: true } })
+    await eventually(async () => (await result(endpoint, 'GetTask', { id: task.id })).status.state === 'TASK_STATE_WORKING')
+    taskStore.mode = 'throw'
+    finish()
+    await eventually(() => logged(GIVEN_UP).length === 1)
+    t.match(logged(GIVEN_UP)[0], { taskId: task.id, state: 'TASK_STATE_FAILED', err: { code: 'ECONNRESET' } }, `finalStateRetry ${finalStateRetry}`)
+    t.equal(logged(TRYING_AGAIN).length, finalStateRetry === 0 ? 0 : 1, finalStateRetry === 0 ? 'tried once' : 'tried again')
+    const writes = taskStore.writes
+    taskStore.mode = 'up'
+    await new Promise(resolve => setTimeout(resolve, 300))
+    t.equal(taskStore.writes, writes, 'no more tries')
+    t.equal((await result(endpoint, 'GetTask', { id: task.id })).status.state, 'TASK_STATE_WORKING', 'left as stored')
+  }
+})
+
+t.test('finalStateRetry is checked', async t => {
+  await t.rejects(startServer({ finalStateRetry: -1 }), { code: 'A2A_ERR_INVALID_OPTION', message: 'Invalid option finalStateRetry: must be an integer >= 0' })
+  await t.rejects(startServer({ finalStateRetry: 1.5 }), { code: 'A2A_ERR_INVALID_OPTION', message: /^Invalid option finalStateRetry/ })
+})
+
+t.test('close() stops the tries: one waiting for its time is dropped and logged, and holds nothing', async t => {
+  const taskStore = new FlakyStore()
+  const { executor, finish } = finishing()
+  const { fastify, endpoint, logged } = await loggingServer(t, { taskStore, executor })
+  const { task } = await result(endpoint, 'SendMessage', { message: userMessage('x'), configuration: { returnImmediately: true } })
+  await eventually(async () => (await result(endpoint, 'GetTask', { id: task.id })).status.state === 'TASK_STATE_WORKING')
+  taskStore.mode = 'throw'
+  finish()
+  await eventually(() => logged(TRYING_AGAIN).length === 1)
+  await fastify.close()
+  t.match(logged('could not write the final state of a task before shutdown: left as stored'), [{ taskId: task.id }])
+  const writes = taskStore.writes
+  await new Promise(resolve => setTimeout(resolve, 300))
+  t.equal(taskStore.writes, writes, 'not tried again')
+})
+
+t.test('close() while a try waits for the store: the try gives up once the store fails it', async t => {
+  const taskStore = new FlakyStore()
+  const { executor, finish } = finishing()
+  const { fastify, endpoint, logged } = await loggingServer(t, { taskStore, executor })
+  const { task } = await result(endpoint, 'SendMessage', { message: userMessage('x'), configuration: { returnImmediately: true } })
+  await eventually(async () => (await result(endpoint, 'GetTask', { id: task.id })).status.state === 'TASK_STATE_WORKING')
+  taskStore.mode = 'throw'
+  finish()
+  await eventually(() => logged(TRYING_AGAIN).length === 1)
+  taskStore.mode = 'hang'
+  await eventually(() => taskStore.hung === 1)
+  await fastify.close()
+  taskStore.mode = 'throw'
+  taskStore.release()
+  await eventually(() => logged(GIVEN_UP).length === 1)
+  t.match(logged(GIVEN_UP)[0], { taskId: task.id, attempts: 2 })
+  const writes = taskStore.writes
+  await new Promise(resolve => setTimeout(resolve, 300))
+  t.equal(taskStore.writes, writes, 'not tried again')
+})
 
 t.test('the codes of a service out of reach are Unavailable with a RetryInfo; any other error stays internal', async t => {
   for (const cause of [
@@ -104,6 +250,28 @@ if (url !== undefined) {
     const connectTimers = pgTimers.slice(made)
     t.ok(connectTimers.length > 0 && connectTimers.every(timer => timer.delay === 300), 'the call waited for a connection with connectionTimeout (pg-pool\'s and its client\'s timers)')
     t.ok(connectTimers.some(timer => timer.fired), 'and was answered once that wait ran out')
+  })
+
+  t.test('PostgreSQL out of reach as an execution ends: once it is back, the task ends FAILED (it is not left WORKING)', async t => {
+    let down = false
+    // Refused, a connection fails at once: no connectionTimeout to wait for.
+    const proxy = await postgresProxy(url, () => down ? 'refuse' : 'forward')
+    t.teardown(() => proxy.close())
+    const schema = uniqueSchema('outage')
+    t.teardown(() => dropSchemas(url, [schema]))
+    const stores = await openPostgresStores({ connectionString: proxy.url, schema })
+    t.teardown(() => stores.close())
+    const { executor, finish } = finishing()
+    const { endpoint, logged } = await loggingServer(t, { taskStore: stores.taskStore, pushConfigStore: stores.pushConfigStore, executor })
+    const { task } = await result(endpoint, 'SendMessage', { message: userMessage('x'), configuration: { returnImmediately: true } })
+    await eventually(async () => (await result(endpoint, 'GetTask', { id: task.id })).status.state === 'TASK_STATE_WORKING')
+    down = true
+    proxy.cut()
+    finish()
+    await eventually(() => logged(TRYING_AGAIN).length === 1)
+    down = false
+    await eventually(async () => (await call(endpoint, 'GetTask', { id: task.id })).result?.status.state === 'TASK_STATE_FAILED', 5000)
+    t.same((await result(endpoint, 'GetTask', { id: task.id })).status.message.parts, [{ text: 'the agent failed' }])
   })
 
   t.test('connectionTimeout is checked', async t => {

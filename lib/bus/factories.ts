@@ -14,6 +14,7 @@ import { RedisEventBus, type RedisConnection } from './redis.js'
 export interface RedisClient extends RedisConnection {
   on (event: 'message', listener: (channel: string, message: string) => void): unknown
   on (event: 'error', listener: (error: Error) => void): unknown
+  on (event: 'ready', listener: () => void): unknown
   duplicate (override: { enableReadyCheck: boolean }): RedisClient
   /** ioredis's connection state: `ready` once it answers commands. */
   readonly status: string

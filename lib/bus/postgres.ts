@@ -118,6 +118,8 @@ export class PostgresEventBus implements EventBus {
   #closed = false
   /** Resolves when the last outbox drains, for close(). */
   #drained: (() => void) | undefined
+  /** Called once the topics are LISTENed on again after the listening connection was lost (onResubscribe). */
+  readonly #resubscribed = new Set<() => void>()
 
   constructor (options: PostgresEventBusOptions) {
     if ((options.connectionString === undefined) === (options.pool === undefined)) throw new InvalidOptionError('connectionString', 'give exactly one of connectionString and pool')
@@ -173,6 +175,12 @@ export class PostgresEventBus implements EventBus {
 
   listenerCount (topic?: string): number {
     return this.#local.listenerCount(topic)
+  }
+
+  /** Calls `listener` once the topics followed are LISTENed on again after the listening connection was lost. */
+  onResubscribe (listener: () => void): () => void {
+    this.#resubscribed.add(listener)
+    return () => this.#resubscribed.delete(listener)
   }
 
   command (instance: string, command: BusCommand): void {
@@ -354,8 +362,16 @@ export class PostgresEventBus implements EventBus {
     if (this.#closed || this.#reconnect !== undefined) return
     this.#reconnect = setTimeout(() => {
       this.#reconnect = undefined
-      for (const topic of this.#channels.keys()) this.#channels.set(topic, this.#listen('LISTEN', this.#channel(topic)))
+      const listens: Array<Promise<void>> = []
+      for (const topic of this.#channels.keys()) {
+        const listen = this.#listen('LISTEN', this.#channel(topic))
+        this.#channels.set(topic, listen)
+        listens.push(listen)
+      }
       for (const channel of this.#commands.keys()) void this.#listen('LISTEN', channel)
+      // What was NOTIFYed while no connection listened is lost: the listeners are told once
+      // they hear again (a try that failed leaves no listener; the next one tells them).
+      void Promise.all(listens).then(() => { if (this.#listener !== undefined) for (const listener of this.#resubscribed) listener() })
     }, RECONNECT_DELAY_MS)
     this.#reconnect.unref()
   }

@@ -18,6 +18,8 @@ export interface RedisConnection {
   subscribe (channel: string): Promise<unknown>
   unsubscribe (channel: string): Promise<unknown>
   on (event: 'message', listener: (channel: string, message: string) => void): unknown
+  /** At each (re)connection (ioredis); a connection that never emits it is never caught up with after a loss. */
+  on (event: 'ready', listener: () => void): unknown
 }
 
 export interface RedisEventBusOptions {
@@ -43,6 +45,8 @@ export class RedisEventBus implements EventBus {
   readonly #channels = new Map<string, Promise<unknown>>()
   /** Command channels of the instances served here, with their handlers. */
   readonly #commands = new Map<string, CommandHandler>()
+  /** Called once the channels are subscribed again after the subscriber reconnected (onResubscribe). */
+  readonly #resubscribed = new Set<() => void>()
 
   constructor (options: RedisEventBusOptions) {
     this.#publisher = options.publisher
@@ -59,6 +63,18 @@ export class RedisEventBus implements EventBus {
         return
       }
       if (sender !== this.#instance) this.#local.publish(channel.slice(this.#prefix.length), event, version ?? undefined)
+    })
+    // ioredis emits `ready` at each (re)connection, and subscribes again to the channels it had
+    // (autoResubscribe); what was published while it was away is lost. The bus subscribes to the
+    // topics' channels itself, so that ready() waits for it, and tells its listeners once done.
+    this.#subscriber.on('ready', () => {
+      const subscribed: Array<Promise<unknown>> = []
+      for (const channel of this.#channels.keys()) {
+        const subscribing = this.#subscriber.subscribe(channel).catch(() => {})
+        this.#channels.set(channel, subscribing)
+        subscribed.push(subscribing)
+      }
+      void Promise.all(subscribed).then(() => { for (const listener of this.#resubscribed) listener() })
     })
   }
 
@@ -86,6 +102,12 @@ export class RedisEventBus implements EventBus {
 
   listenerCount (topic?: string): number {
     return this.#local.listenerCount(topic)
+  }
+
+  /** Calls `listener` once the topics' channels are subscribed again after the subscriber reconnected. */
+  onResubscribe (listener: () => void): () => void {
+    this.#resubscribed.add(listener)
+    return () => this.#resubscribed.delete(listener)
   }
 
   command (instance: string, command: BusCommand): void {

@@ -36,6 +36,14 @@ export interface EventBus {
    */
   ready? (topic: string): Promise<void>
   /**
+   * Calls `listener` each time the bus has subscribed again, after it lost its connection
+   * (a bus across instances): the events other instances published meanwhile did not reach
+   * this process, and a stream of their task reads it again (README, *Several instances*).
+   * Called once the topics followed then are subscribed again. Returns the function that
+   * removes the listener. Absent on a bus that never loses an event (the in-memory bus).
+   */
+  onResubscribe? (listener: () => void): () => void
+  /**
    * Sends `command` to the instance named `instance` (a cluster instance id), once, at most
    * once (a lost command is resent by the sender). Needed by the `cluster` option.
    */

@@ -68,6 +68,12 @@ export interface RequestHandlerOptions {
    */
   busReadyTimeout?: number
   /**
+   * How long the final state an execution leaves its task in (FAILED, CANCELED) is tried again
+   * when the store failed to write it, in ms; then the task is left as stored and an error
+   * logged. 0 tries once. Default 300,000 (5 minutes).
+   */
+  finalStateRetry?: number
+  /**
    * Media types the agent accepts (the card's input modes); a message part declaring
    * another `mediaType` is refused with ContentTypeNotSupported. Undefined accepts any.
    */
@@ -113,6 +119,10 @@ export interface TaskRef {
 
 export const DEFAULT_EXECUTOR_TIMEOUT = 3_600_000
 export const DEFAULT_BUS_READY_TIMEOUT = 5_000
+export const DEFAULT_FINAL_STATE_RETRY = 300_000
+/** The first wait before a final state the store failed to write is tried again; doubled at each try, up to the next. Half of each is random. */
+const FINAL_STATE_RETRY_DELAY_MS = 100
+const FINAL_STATE_MAX_RETRY_DELAY_MS = 5_000
 /** The RetryInfo of a call refused because the bus did not follow its task in time. */
 const BUS_RETRY_MS = 1000
 const DEFAULT_PAGE_SIZE = 50
@@ -460,6 +470,7 @@ export class RequestHandler {
   readonly #options: RequestHandlerOptions
   readonly #executorTimeout: number
   readonly #busReadyTimeout: number
+  readonly #finalStateRetry: number
   /** The running executions, each dropped once it returns; those still held at `executorTimeout` time out. */
   readonly #deadlines: DeadlineQueue<Execution>
   /** The task store's immediate operations, when it has them (see #enqueue). */
@@ -478,6 +489,14 @@ export class RequestHandler {
   #refusingTurns = false
   /** Turns checking their inline push config: shutdown stops their wait (#checkInlineConfig). */
   readonly #checking = new Set<() => void>()
+  /** The streams that read their task's snapshot (#subscribeTo): each reads it again when the bus resubscribes. */
+  readonly #resyncs = new Set<() => void>()
+  /** Removes the handler's listener of the bus's resubscriptions. */
+  readonly #stopResyncs: (() => void) | undefined
+  /** The next try of each task's final state that the store failed to write (#retryEnd), with the task's id. */
+  readonly #retries = new Map<NodeJS.Timeout, string>()
+  /** The handler closed: a final state that fails is not tried again. */
+  #closed = false
   /** Where every execution's events go (TurnEvents): made once. */
   readonly #sink: EventSink = {
     status: (execution, state, message) => this.#statusNow(execution, state, message) ?? this.#enqueue(execution.run, this.#statusEvent(execution, state, message)),
@@ -498,6 +517,8 @@ export class RequestHandler {
     this.#deadlines = new DeadlineQueue(this.#executorTimeout, execution => this.#timedOut(execution))
     this.#immediate = options.taskStore.immediate
     this.#busReadyTimeout = options.busReadyTimeout ?? DEFAULT_BUS_READY_TIMEOUT
+    this.#finalStateRetry = options.finalStateRetry ?? DEFAULT_FINAL_STATE_RETRY
+    this.#stopResyncs = options.bus.onResubscribe?.(() => { for (const resync of this.#resyncs) resync() })
   }
 
   get bus (): EventBus {
@@ -617,9 +638,20 @@ export class RequestHandler {
     return streams.length
   }
 
-  /** Shutdown, once the work is drained: the timer that bounds executions (`executorTimeout`) is cleared. */
+  /**
+   * Shutdown, once the work is drained: the timer that bounds executions (`executorTimeout`) is
+   * cleared, a final state still to be tried again is given up (the stores close next), and the
+   * bus's resubscriptions are no longer followed.
+   */
   close (): void {
+    this.#closed = true
     this.#deadlines.close()
+    for (const [timer, taskId] of this.#retries) {
+      clearTimeout(timer)
+      this.#options.logger.error({ taskId }, 'could not write the final state of a task before shutdown: left as stored')
+    }
+    this.#retries.clear()
+    this.#stopResyncs?.()
   }
 
   // ---- work the cluster hands this instance (lib/cluster) ----------------------------------
@@ -839,28 +871,56 @@ export class RequestHandler {
    * published once stored) and are dropped; one the snapshot holds that arrived during the read
    * (another instance stored it before, and published it after) is dropped by its version,
    * before the release or after: the stream has each event once, in the snapshot or after it.
+   *
+   * When the bus resubscribes after a lost connection (EventBus.onResubscribe), events of other
+   * instances may have been missed: the task is read again, and when it is at a later version
+   * than any the stream has, the stream gets it whole (a `task` event; it ends the stream when
+   * terminal), and the events it holds are dropped by their versions as after the first snapshot.
    */
   #subscribeTo (
     queue: EventQueue<StreamResponse>, topic: string, taskId: string, scope: Scope, deliver: (event: StreamResponse) => void
   ): SnapshotSubscription {
     const { bus } = this.#options
     let held: Array<[StreamResponse, number | undefined]> | undefined = []
+    /** Events of this version or earlier are in a snapshot the stream has. */
     let snapshotVersion: number | undefined
+    /** The latest version the stream has, in a snapshot or an event. */
+    let latest: number | undefined
+    /** The bus resubscribed before the release: the task is read again after it. */
+    let resubscribed = false
     const pass = (event: StreamResponse, version: number | undefined) => {
-      if (version === undefined || snapshotVersion === undefined || version > snapshotVersion) deliver(event)
+      if (version === undefined || snapshotVersion === undefined) return deliver(event)
+      if (version <= snapshotVersion) return
+      latest = Math.max(latest as number, version)
+      deliver(event)
     }
     queue.onClose(bus.subscribe(topic, (event, version) => { if (held === undefined) pass(event, version); else held.push([event, version]) }))
+    const catchUp = async () => {
+      const snapshot = await this.#loadSnapshot(taskId, scope)
+      if (snapshot.version !== undefined && snapshot.version <= (latest as number)) return
+      snapshotVersion = latest = snapshot.version
+      deliver({ task: projectTask(snapshot.task) })
+    }
+    const resync = () => {
+      if (held !== undefined) resubscribed = true
+      else catchUp().catch((error: unknown) => queue.fail(error))
+    }
+    if (bus.onResubscribe !== undefined) {
+      this.#resyncs.add(resync)
+      queue.onClose(() => this.#resyncs.delete(resync))
+    }
     return {
       read: async () => {
         (held as unknown[]).length = 0
         const snapshot = await this.#loadSnapshot(taskId, scope)
-        snapshotVersion = snapshot.version
+        snapshotVersion = latest = snapshot.version
         return projectTask(snapshot.task)
       },
       release: () => {
         const waiting = held as Array<[StreamResponse, number | undefined]>
         held = undefined
         for (const [event, version] of waiting) pass(event, version)
+        if (resubscribed) resync()
       }
     }
   }
@@ -1160,11 +1220,23 @@ export class RequestHandler {
     try {
       outcome = this.#apply(run, this.#finish(execution, failure))
     } catch (error) {
-      this.#ended(execution, error)
+      this.#unfinished(execution, failure, error)
       return
     }
-    if (isPromise(outcome)) outcome.then(() => this.#ended(execution), (error: unknown) => this.#ended(execution, error))
+    if (isPromise(outcome)) outcome.then(() => this.#ended(execution), (error: unknown) => this.#unfinished(execution, failure, error))
     else this.#ended(execution)
+  }
+
+  /**
+   * The task could not be left as it should once its executor is over (#finish failed with
+   * `error`, mostly the store's): the turn ends with the error. A task that exists is left
+   * running without an executor: its final state is tried again until the store writes it (#retryEnd).
+   */
+  #unfinished (execution: Execution, failure: unknown, error: unknown): void {
+    this.#ended(execution, error)
+    if (execution.run.state === undefined) return
+    const [state, reason] = this.#finalStatus(execution, failure)
+    this.#retryEnd(execution.run, state, reason, error, Date.now(), 0)
   }
 
   #ended (execution: Execution, error?: unknown): void {
@@ -1199,14 +1271,42 @@ export class RequestHandler {
       if (failure === undefined && !execution.timedOut) throw new InvalidAgentResponseError('the executor returned without a task or a message')
       yield * this.#ensureTask(execution)
     }
-    if (execution.timedOut) {
-      yield * this.#applyStatus(run, 'TASK_STATE_FAILED', this.#agentMessage(run, `the agent did not finish within ${this.#executorTimeout} ms`))
-    } else if (execution.controller.aborted) {
-      yield * this.#applyStatus(run, 'TASK_STATE_CANCELED')
-    } else {
-      const reason = failure === undefined ? STOPPED_WITHOUT_FINAL_STATE : 'the agent failed'
-      yield * this.#applyStatus(run, 'TASK_STATE_FAILED', this.#agentMessage(run, reason))
+    const [state, reason] = this.#finalStatus(execution, failure)
+    yield * this.#applyStatus(run, state, reason === undefined ? undefined : this.#agentMessage(run, reason))
+  }
+
+  /** The state an execution that is over leaves its task in when it left it running, and why (the status message; none for CANCELED). */
+  #finalStatus (execution: Execution, failure: unknown): [TaskState, string | undefined] {
+    if (execution.timedOut) return ['TASK_STATE_FAILED', `the agent did not finish within ${this.#executorTimeout} ms`]
+    if (execution.controller.aborted) return ['TASK_STATE_CANCELED', undefined]
+    return ['TASK_STATE_FAILED', failure === undefined ? STOPPED_WITHOUT_FINAL_STATE : 'the agent failed']
+  }
+
+  /**
+   * The final state of the run's task failed to be written, with `error`: it is tried again
+   * after a backoff (FINAL_STATE_RETRY_DELAY_MS, doubled at each try up to
+   * FINAL_STATE_MAX_RETRY_DELAY_MS, half of it random), as a change of the task's run then
+   * (#endLeftTask: unless an execution runs the task again, or it is over as stored), for
+   * `finalStateRetry` ms from the first failure; given up then, or when the handler closes.
+   * A task is so never left running without an executor for longer than the store fails.
+   */
+  #retryEnd (run: TaskRun, state: TaskState, reason: string | undefined, error: unknown, since: number, attempt: number): void {
+    const { scope, taskId, contextId } = run
+    const ceiling = Math.min(FINAL_STATE_RETRY_DELAY_MS * 2 ** attempt, FINAL_STATE_MAX_RETRY_DELAY_MS)
+    const delay = Math.round(ceiling / 2 + Math.random() * ceiling / 2)
+    if (this.#closed || Date.now() + delay - since > this.#finalStateRetry) {
+      this.#options.logger.error({ err: error, taskId, state, attempts: attempt + 1 }, 'could not write the final state of a task: given up, the task is left as stored')
+      return
     }
+    if (attempt === 0) this.#options.logger.warn({ err: error, taskId, state }, 'could not write the final state of a task: trying again')
+    const timer = setTimeout(() => {
+      this.#retries.delete(timer)
+      const current = this.#runFor(scope, { id: taskId, contextId })
+      this.#enqueue(current, this.#endLeftTask(current, state, reason))
+        .catch((failed: unknown) => this.#retryEnd(current, state, reason, failed, since, attempt + 1))
+    }, delay)
+    timer.unref()
+    this.#retries.set(timer, taskId)
   }
 
   /** Cluster: does another live instance hold the task's lease, so run an execution of it? */
@@ -1224,16 +1324,17 @@ export class RequestHandler {
    */
   #leftWithoutExecution (run: TaskRun): void {
     if (run.executions.length > 0 || run.state === undefined || isTerminal(run.state) || isInterrupted(run.state)) return
-    this.#enqueue(run, this.#endLeftTask(run)).catch((error: unknown) => this.#options.logger.error({ err: error, taskId: run.taskId }, 'could not end a task left without an execution'))
+    this.#enqueue(run, this.#endLeftTask(run, 'TASK_STATE_FAILED', STOPPED_WITHOUT_FINAL_STATE)).catch((error: unknown) => this.#retryEnd(run, 'TASK_STATE_FAILED', STOPPED_WITHOUT_FINAL_STATE, error, Date.now(), 0))
   }
 
-  * #endLeftTask (run: TaskRun): Steps<void> {
+  /** Ends the task that no execution runs in `state`, unless one runs it again, or it is over (terminal or interrupted) as stored. */
+  * #endLeftTask (run: TaskRun, state: TaskState, reason: string | undefined): Steps<void> {
     if (run.executions.length > 0 || (yield * this.#runsElsewhere(run))) return
     // Decided on the task as stored: the refused change may have failed before it read the task.
     const task: Task | undefined = yield this.#readTask(run.taskId, run.scope)
     if (task === undefined) return
     this.#takeStoredState(run, task)
-    yield * this.#endTask(run, 'TASK_STATE_FAILED', STOPPED_WITHOUT_FINAL_STATE, true)
+    yield * this.#endTask(run, state, reason, true)
   }
 
   /** CancelTask's change: the task ends CANCELED, unless it is over as stored now. */
@@ -1794,9 +1895,10 @@ export class RequestHandler {
     const topic = topicOf(scope.tenant, taskId)
     let task: Task, subscription: SnapshotSubscription, running: boolean
     try {
+      // A task caught up with after the bus resubscribed ends the stream when terminal, as the snapshot does.
       subscription = this.#subscribeTo(queue, topic, taskId, scope, (event) => {
         queue.push(event)
-        if (endsTurn(event)) queue.end()
+        if (endsTurn(event) || endsSubscription(event)) queue.end()
       })
       await this.#busFollows(topic, taskId, queue)
       task = await subscription.read()
